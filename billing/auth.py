@@ -1,0 +1,83 @@
+"""API key authentication for the chat hot path, with a short in-process cache.
+
+The database is the truth; the cache holds a key's row for ``API_KEY_CACHE_TTL_S``
+seconds so a request costs no query. Revoking clears this process's entry at once;
+other processes see the revocation within the TTL.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from .keys import hash_secret, parse_key, secret_matches
+from .models import ApiKey
+
+# Compared against when the prefix is unknown, so both paths do the same work.
+_DUMMY_HASH = "0" * 64
+
+
+@dataclass(frozen=True, slots=True)
+class KeyPrincipal:
+    """Who is calling: the key and its organisation."""
+
+    api_key_id: int
+    organisation_id: int
+    secret_hash: str
+    revoked: bool
+    monthly_limit_usd: Decimal | None
+
+
+_cache: dict[str, tuple[float, KeyPrincipal | None]] = {}
+
+
+def forget_cached_key(prefix: str) -> None:
+    _cache.pop(prefix, None)
+
+
+def _load(prefix: str) -> KeyPrincipal | None:
+    row = (
+        ApiKey.objects.filter(prefix=prefix)
+        .values("id", "organisation_id", "secret_hash", "revoked_at", "monthly_limit_usd")
+        .first()
+    )
+    if row is None:
+        return None
+    return KeyPrincipal(
+        api_key_id=row["id"],
+        organisation_id=row["organisation_id"],
+        secret_hash=row["secret_hash"],
+        revoked=row["revoked_at"] is not None,
+        monthly_limit_usd=row["monthly_limit_usd"],
+    )
+
+
+async def _lookup(prefix: str) -> KeyPrincipal | None:
+    now = time.monotonic()
+    hit = _cache.get(prefix)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    principal = await sync_to_async(_load)(prefix)
+    _cache[prefix] = (now + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
+    if len(_cache) > 100_000:
+        _cache.clear()
+    return principal
+
+
+async def authenticate(authorization: str | None) -> KeyPrincipal | None:
+    """Return the principal for a valid, unrevoked ``Bearer`` key, else None."""
+    if not authorization or not authorization.startswith("Bearer "):
+        return None
+    parsed = parse_key(authorization[7:].strip())
+    if parsed is None:
+        hash_secret("x")  # same work as a real check
+        return None
+    principal = await _lookup(parsed.prefix)
+    stored = principal.secret_hash if principal else _DUMMY_HASH
+    if not secret_matches(parsed.secret, stored) or principal is None or principal.revoked:
+        return None
+    return principal

@@ -1,0 +1,115 @@
+"""Ledger writes: one Activity row per request, one Attempt row per upstream attempt.
+
+Both writes are idempotent: opening inserts only if the request id is new; finishing
+updates only a still-pending row and inserts attempts with ignore_conflicts, so a
+replayed finaliser changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+
+from .models import Activity, ApiKey, Attempt
+
+
+@dataclass(slots=True)
+class AttemptResult:
+    attempt_no: int
+    endpoint_id: int | None
+    provider_slug: str
+    reason: str
+    outcome: str
+    http_status: int | None = None
+    error_message: str = ""
+    ttft_ms: int | None = None
+    duration_ms: int | None = None
+
+
+@dataclass(slots=True)
+class CallResult:
+    """The outcome of one chat request, as the gateway saw it."""
+
+    request_id: str
+    status: str
+    http_status: int
+    endpoint_id: int | None = None
+    provider_slug: str = ""
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+    usage_estimated: bool = False
+    prices: dict = field(default_factory=dict)
+    ttft_ms: int | None = None
+    total_ms: int | None = None
+    routing_strategy: str = ""
+    routing_reason: str = ""
+    prompt_bucket: str = ""
+    error_message: str = ""
+    attempts: list[AttemptResult] = field(default_factory=list)
+
+
+def activity_open(
+    *,
+    request_id: str,
+    organisation_id: int,
+    api_key_id: int,
+    model_slug: str,
+    stream: bool,
+    created_at: datetime,
+) -> None:
+    """Insert the pending row for an accepted request (no-op if it exists)."""
+    Activity.objects.get_or_create(
+        request_id=request_id,
+        defaults={
+            "organisation_id": organisation_id,
+            "api_key_id": api_key_id,
+            "model_slug": model_slug,
+            "stream": stream,
+            "created_at": created_at,
+        },
+    )
+    ApiKey.objects.filter(id=api_key_id).update(last_used_at=created_at)
+
+
+def _attempt_rows(activity: Activity, attempts: list[AttemptResult]) -> list[Attempt]:
+    return [
+        Attempt(
+            activity=activity,
+            attempt_no=a.attempt_no,
+            endpoint_id=a.endpoint_id,
+            provider_slug=a.provider_slug,
+            outcome=a.outcome,
+            http_status=a.http_status,
+            error_message=a.error_message[:2000],
+            reason=a.reason[:128],
+            ttft_ms=a.ttft_ms,
+            duration_ms=a.duration_ms,
+        )
+        for a in attempts
+    ]
+
+
+@transaction.atomic
+def activity_finish(result: CallResult) -> bool:
+    """Finish a pending row with the call's outcome. Returns False if already finished."""
+    activity = Activity.objects.select_for_update().filter(request_id=result.request_id).first()
+    if activity is None or activity.status != Activity.Status.PENDING:
+        return False
+    for name in (
+        "status", "http_status", "endpoint_id", "provider_slug", "prompt_tokens",
+        "cached_tokens", "completion_tokens", "cost_usd", "usage_estimated", "prices",
+        "ttft_ms", "total_ms", "routing_strategy", "routing_reason", "prompt_bucket",
+    ):  # fmt: skip
+        setattr(activity, name, getattr(result, name))
+    activity.error_message = result.error_message[:2000]
+    activity.attempt_count = len(result.attempts)
+    activity.finished_at = timezone.now()
+    activity.save()
+    Attempt.objects.bulk_create(_attempt_rows(activity, result.attempts), ignore_conflicts=True)
+    return True

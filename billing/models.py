@@ -1,0 +1,141 @@
+"""Tenancy (organisations, members, API keys) and the ledger (Activity, Attempt)."""
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+
+
+class Organisation(models.Model):
+    name = models.CharField(max_length=128)
+    slug = models.SlugField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        MEMBER = "member"
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="memberships"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "user"], name="unique_member")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organisation} ({self.role})"
+
+
+class ApiKey(models.Model):
+    """A customer API key: ``ullm_<prefix>_<secret>``; only a hash of the secret is stored."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    name = models.CharField(max_length=128)
+    prefix = models.CharField(max_length=16, unique=True)
+    secret_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    monthly_limit_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class Activity(models.Model):
+    """Exactly one row per chat request, created on acceptance and finished in every outcome."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SUCCESS = "success"
+        ERROR = "error"
+        CANCELLED = "cancelled"
+
+    request_id = models.CharField(max_length=64, unique=True)
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="activities"
+    )
+    api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True)
+    model_slug = models.CharField(max_length=128)
+    endpoint = models.ForeignKey(
+        "providers.Endpoint", on_delete=models.SET_NULL, null=True, blank=True
+    )
+    provider_slug = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error_message = models.TextField(blank=True)
+    stream = models.BooleanField(default=False)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=20, decimal_places=10, default=Decimal(0))
+    usage_estimated = models.BooleanField(default=False)
+    # The serving endpoint's prices (USD per 1M) at the time of the call: history is
+    # never rewritten by a later price change.
+    prices = models.JSONField(default=dict, blank=True)
+    ttft_ms = models.PositiveIntegerField(null=True, blank=True)
+    total_ms = models.PositiveIntegerField(null=True, blank=True)
+    attempt_count = models.PositiveSmallIntegerField(default=0)
+    routing_strategy = models.CharField(max_length=16, blank=True)
+    routing_reason = models.CharField(max_length=128, blank=True)
+    prompt_bucket = models.CharField(max_length=16, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["organisation", "-created_at"])]
+        verbose_name_plural = "activities"
+
+    def __str__(self) -> str:
+        return self.request_id
+
+    def prices_decimal(self) -> dict[str, Decimal]:
+        """The prices used for this call (USD per 1M), as Decimals."""
+        return {name: Decimal(value) for name, value in self.prices.items()}
+
+
+class Attempt(models.Model):
+    """One upstream attempt of a request (retries and hedge legs included)."""
+
+    activity = models.ForeignKey(Activity, on_delete=models.CASCADE, related_name="attempts")
+    attempt_no = models.PositiveSmallIntegerField()
+    endpoint = models.ForeignKey(
+        "providers.Endpoint", on_delete=models.SET_NULL, null=True, blank=True
+    )
+    provider_slug = models.CharField(max_length=64)
+    outcome = models.CharField(max_length=32)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error_message = models.TextField(blank=True)
+    reason = models.CharField(max_length=128, blank=True)
+    ttft_ms = models.PositiveIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["attempt_no"]
+        constraints = [
+            models.UniqueConstraint(fields=["activity", "attempt_no"], name="unique_attempt_no")
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.attempt_no} at {self.provider_slug}: {self.outcome}"

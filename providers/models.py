@@ -1,0 +1,88 @@
+"""The provider catalog: providers, models and endpoints (provider x model) with prices.
+
+Prices are USD per 1M tokens, kept as Decimal so billing is exact.
+"""
+
+from decimal import Decimal
+
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from .validators import validate_upstream_url
+
+PRICE = {
+    "max_digits": 14,
+    "decimal_places": 6,
+    "default": Decimal(0),
+    "validators": [MinValueValidator(Decimal(0))],
+}
+
+
+class Provider(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=128)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Model(models.Model):
+    """An LLM sold by one or more providers, e.g. ``deepseek/deepseek-v4.1-flash``."""
+
+    slug = models.CharField(max_length=128, unique=True)
+    name = models.CharField(max_length=128)
+    description = models.TextField(blank=True)
+    context_length = models.PositiveIntegerField(default=131072)
+    # The model maker's official list prices (USD per 1M tokens), used by R2.9.
+    list_price_input = models.DecimalField(**PRICE)
+    list_price_cache_read = models.DecimalField(**PRICE)
+    list_price_output = models.DecimalField(**PRICE)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Endpoint(models.Model):
+    """One provider serving one model: where to call it and what it charges."""
+
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="endpoints")
+    model = models.ForeignKey(Model, on_delete=models.CASCADE, related_name="endpoints")
+    base_url = models.CharField(
+        max_length=500,
+        validators=[validate_upstream_url],
+        help_text="OpenAI-compatible base URL, e.g. https://api.example.com/v1",
+    )
+    upstream_model = models.CharField(
+        max_length=128, blank=True, help_text="Model name upstream, if not the catalog slug."
+    )
+    credential_env = models.CharField(
+        max_length=128,
+        blank=True,
+        help_text="Name of the environment variable holding this endpoint's API key.",
+    )
+    context_length = models.PositiveIntegerField(default=131072)
+    max_output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    supported_parameters = models.JSONField(default=list, blank=True)
+    price_input = models.DecimalField(**PRICE)
+    price_cache_read = models.DecimalField(**PRICE)
+    price_cache_write = models.DecimalField(**PRICE)
+    price_output = models.DecimalField(**PRICE)
+    cache_ttl_s = models.PositiveIntegerField(default=300)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["model__slug", "provider__slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "model"], name="unique_provider_model")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider.slug} / {self.model.slug}"

@@ -1,0 +1,84 @@
+"""Catalog writes: import and export of the whole catalog as JSON."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+
+from .models import Endpoint, Model, Provider
+
+MODEL_FIELDS = ("name", "description", "context_length", "list_price_input",
+                "list_price_cache_read", "list_price_output")  # fmt: skip
+ENDPOINT_FIELDS = ("base_url", "upstream_model", "credential_env", "context_length",
+                   "max_output_tokens", "supported_parameters", "price_input", "price_cache_read",
+                   "price_cache_write", "price_output", "cache_ttl_s", "enabled")  # fmt: skip
+PRICE_FIELDS = {f for f in MODEL_FIELDS + ENDPOINT_FIELDS if "price" in f}
+
+
+def _clean(fields: tuple[str, ...], data: dict[str, Any]) -> dict[str, Any]:
+    values = {k: data[k] for k in fields if k in data}
+    for key in PRICE_FIELDS & values.keys():
+        values[key] = Decimal(str(values[key]))
+    return values
+
+
+def _save(instance):
+    instance.full_clean()
+    instance.save()
+    return instance
+
+
+@transaction.atomic
+def catalog_import(*, data: dict[str, Any], base_url_override: str | None = None) -> dict[str, int]:
+    """Create or update providers, models and endpoints from ``data`` (see export format).
+
+    ``base_url_override`` replaces ``{emulator}`` in endpoint URLs (the demo uses it).
+    """
+    counts = {"providers": 0, "models": 0, "endpoints": 0}
+    providers = {}
+    for item in data.get("providers", []):
+        provider, _ = Provider.objects.get_or_create(slug=item["slug"])
+        provider.name = item.get("name", item["slug"])
+        provider.enabled = item.get("enabled", True)
+        providers[provider.slug] = _save(provider)
+        counts["providers"] += 1
+    for item in data.get("models", []):
+        model = Model.objects.filter(slug=item["slug"]).first() or Model(slug=item["slug"])
+        for key, value in _clean(MODEL_FIELDS, item).items():
+            setattr(model, key, value)
+        model.name = model.name or item["slug"]
+        _save(model)
+        counts["models"] += 1
+        for ep in item.get("endpoints", []):
+            provider = providers.get(ep["provider"]) or Provider.objects.get(slug=ep["provider"])
+            endpoint = Endpoint.objects.filter(provider=provider, model=model).first()
+            endpoint = endpoint or Endpoint(provider=provider, model=model)
+            for key, value in _clean(ENDPOINT_FIELDS, ep).items():
+                setattr(endpoint, key, value)
+            if base_url_override:
+                endpoint.base_url = endpoint.base_url.replace("{emulator}", base_url_override)
+            _save(endpoint)
+            counts["endpoints"] += 1
+    return counts
+
+
+def _plain(value):
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def catalog_export() -> dict[str, Any]:
+    """The whole catalog as JSON-ready data (credentials are env variable names only)."""
+    providers = [
+        {"slug": p.slug, "name": p.name, "enabled": p.enabled} for p in Provider.objects.all()
+    ]
+    models = []
+    for model in Model.objects.prefetch_related("endpoints__provider"):
+        item = {"slug": model.slug, **{f: _plain(getattr(model, f)) for f in MODEL_FIELDS}}
+        item["endpoints"] = [
+            {"provider": ep.provider.slug, **{f: _plain(getattr(ep, f)) for f in ENDPOINT_FIELDS}}
+            for ep in model.endpoints.all()
+        ]
+        models.append(item)
+    return {"providers": providers, "models": models}

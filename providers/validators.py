@@ -1,0 +1,34 @@
+"""Validation of admin-entered upstream URLs (SSRF guard)."""
+
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+
+def _is_internal(host: str) -> bool:
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError):
+        return False
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if address.is_private or address.is_loopback or address.is_link_local:
+            return True
+        if address.is_reserved or address.is_multicast or address.is_unspecified:
+            return True
+    return False
+
+
+def validate_upstream_url(value: str) -> None:
+    """Accept http(s) URLs only; internal addresses only when the setting allows them."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError("Upstream URL must be an http(s) URL with a host.")
+    if not settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] and _is_internal(parts.hostname):
+        raise ValidationError(
+            "Upstream URL points to an internal address "
+            "(set UBERLLM_ALLOW_PRIVATE_UPSTREAMS to allow it)."
+        )

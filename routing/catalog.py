@@ -1,0 +1,135 @@
+"""An in-process snapshot of the provider catalog for the hot path.
+
+The database is the truth; each process reloads the whole (small) catalog at most every
+``CATALOG_CACHE_TTL_S`` seconds, so admin edits reach every process within that time
+and a chat request costs no catalog query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from providers.models import Endpoint
+
+from .core.types import EndpointInfo, ModelInfo
+
+PRICE_FIELDS = ("input", "cache_read", "cache_write", "output")
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointRoute:
+    """Everything needed to call one endpoint. ``authorization`` is never logged or shown."""
+
+    info: EndpointInfo
+    provider_slug: str
+    url: str
+    upstream_model: str
+    authorization: str | None
+    prices: dict[str, Decimal]
+    cache_ttl_s: int
+
+    @property
+    def endpoint_id(self) -> int:
+        return self.info.endpoint_id
+
+    def __repr__(self) -> str:  # keep the credential out of any repr or log line
+        return f"EndpointRoute({self.provider_slug}, {self.url})"
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogModel:
+    info: ModelInfo
+    endpoints: tuple[EndpointRoute, ...]
+    by_id: dict[int, EndpointRoute]
+
+
+def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
+    secret = os.environ.get(endpoint.credential_env) if endpoint.credential_env else None
+    prices = {name: getattr(endpoint, f"price_{name}") for name in PRICE_FIELDS}
+    info = EndpointInfo(
+        endpoint_id=endpoint.id,
+        provider_slug=endpoint.provider.slug,
+        price_input=float(prices["input"]),
+        price_cache_read=float(prices["cache_read"]),
+        price_cache_write=float(prices["cache_write"]),
+        price_output=float(prices["output"]),
+        context_length=endpoint.context_length,
+        supported_parameters=frozenset(endpoint.supported_parameters or ()),
+        max_output_tokens=endpoint.max_output_tokens,
+    )
+    return EndpointRoute(
+        info=info,
+        provider_slug=endpoint.provider.slug,
+        url=endpoint.base_url.rstrip("/") + "/chat/completions",
+        upstream_model=endpoint.upstream_model or endpoint.model.slug,
+        authorization=f"Bearer {secret}" if secret else None,
+        prices=prices,
+        cache_ttl_s=endpoint.cache_ttl_s,
+    )
+
+
+def load_catalog() -> dict[str, CatalogModel]:
+    """Read every enabled endpoint of every model (sync; one query)."""
+    endpoints = Endpoint.objects.filter(enabled=True, provider__enabled=True).select_related(
+        "provider", "model"
+    )
+    grouped: dict[str, list[Endpoint]] = {}
+    models = {}
+    for endpoint in endpoints:
+        grouped.setdefault(endpoint.model.slug, []).append(endpoint)
+        models[endpoint.model.slug] = endpoint.model
+    catalog = {}
+    for slug, rows in grouped.items():
+        model = models[slug]
+        routes = tuple(_endpoint_route(row) for row in rows)
+        info = ModelInfo(
+            slug=slug,
+            list_price_input=float(model.list_price_input),
+            list_price_output=float(model.list_price_output),
+            list_price_cache_read=float(model.list_price_cache_read) or None,
+        )
+        catalog[slug] = CatalogModel(
+            info=info, endpoints=routes, by_id={r.endpoint_id: r for r in routes}
+        )
+    return catalog
+
+
+class CatalogCache:
+    """Process-local snapshot with a TTL; concurrent requests share one reload."""
+
+    def __init__(self) -> None:
+        self._snapshot: dict[str, CatalogModel] = {}
+        self._expires = 0.0
+        self._reload_task: asyncio.Task | None = None
+
+    def invalidate(self) -> None:
+        self._expires = 0.0
+
+    def snapshot(self) -> dict[str, CatalogModel]:
+        return self._snapshot
+
+    async def get(self, slug: str) -> CatalogModel | None:
+        if time.monotonic() >= self._expires:
+            await self._reload()
+        return self._snapshot.get(slug)
+
+    async def _reload(self) -> None:
+        task = self._reload_task
+        loop = asyncio.get_running_loop()
+        if task is None or task.done() or task.get_loop() is not loop:
+            task = self._reload_task = loop.create_task(self._load())
+        await asyncio.shield(task)
+
+    async def _load(self) -> None:
+        self._snapshot = await sync_to_async(load_catalog)()
+        self._expires = time.monotonic() + settings.UBERLLM["CATALOG_CACHE_TTL_S"]
+
+
+catalog_cache = CatalogCache()

@@ -1,0 +1,86 @@
+"""Rewriting upstream SSE chunks for the customer: one JSON parse and one dump per chunk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..catalog import EndpointRoute
+from .state import CallState
+
+
+def error_chunk(state: CallState, message: str) -> bytes:
+    """The mid-stream error event (OpenRouter's shape): error + finish_reason "error"."""
+    payload = {
+        "id": state.request_id,
+        "object": "chat.completion.chunk",
+        "model": state.chat.model_slug,
+        "provider": state.served.provider_slug if state.served else None,
+        "error": {"message": message, "type": "upstream_error", "code": 502},
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "error"}],
+    }
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+class ChunkRewriter:
+    """Sets our id, model and ``provider`` on each chunk; captures usage and adds its cost.
+
+    The usage chunk is passed on only if the client asked for it (``include_usage``).
+    """
+
+    __slots__ = ("finished", "route", "saw_token", "state", "upstream_error")
+
+    def __init__(self, state: CallState, route: EndpointRoute) -> None:
+        self.state = state
+        self.route = route
+        self.saw_token = False
+        self.finished = False
+        self.upstream_error: str | None = None
+
+    def _track(self, choices: list[dict[str, Any]]) -> None:
+        for choice in choices:
+            delta = choice.get("delta") or {}
+            if delta.get("content") or delta.get("tool_calls") or delta.get("refusal"):
+                self.saw_token = True
+                self.state.completion_chunks += 1
+            if choice.get("finish_reason"):
+                self.saw_token = True
+                self.finished = True
+
+    def _usage(self, chunk: dict[str, Any], usage: dict[str, Any]) -> bool:
+        """Record usage; returns whether the chunk should still be sent."""
+        self.state.served = self.route
+        self.state.usage = usage
+        if not self.state.chat.include_usage:
+            if not chunk.get("choices"):
+                return False
+            del chunk["usage"]
+            return True
+        usage["cost"] = float(self.state.cost()[0])
+        return True
+
+    def rewrite(self, data: str) -> bytes | None:
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            self.upstream_error = "upstream sent a chunk that is not valid JSON"
+            return None
+        if not isinstance(chunk, dict):
+            return None
+        if chunk.get("error"):
+            error = chunk["error"]
+            self.upstream_error = str(error.get("message") if isinstance(error, dict) else error)
+            return None
+        chunk["id"] = self.state.request_id
+        chunk["model"] = self.state.chat.model_slug
+        chunk["provider"] = self.route.provider_slug
+        choices = chunk.get("choices") or []
+        self._track(choices)
+        usage = chunk.get("usage")
+        if usage:
+            if not self._usage(chunk, usage):
+                return None
+        elif "usage" in chunk and not self.state.chat.include_usage:
+            del chunk["usage"]
+        return b"data: " + orjson.dumps(chunk) + b"\n\n"

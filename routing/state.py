@@ -1,0 +1,106 @@
+"""What routing knows right now, per model, cached briefly in each process.
+
+Speed samples live in the database and unusable marks in the shared KV, so every
+gateway process sees the same numbers; each process refreshes its copy at most every
+``SPEED_CACHE_TTL_S`` seconds, and its own new marks apply at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
+from django.utils import timezone
+
+from .catalog import CatalogModel
+from .core.speed import SpeedSummary, summarise
+from .models import SpeedSample
+from .shared import key, shared_kv
+
+
+def load_speed_summary(endpoint_ids: list[int]) -> SpeedSummary:
+    """The newest ``SPEED_WINDOW_SIZE`` samples per (endpoint, bucket), summarised."""
+    conf = settings.UBERLLM
+    since = timezone.now() - timedelta(seconds=conf["SPEED_MAX_AGE_S"])
+    ranked = SpeedSample.objects.filter(endpoint_id__in=endpoint_ids, created_at__gte=since)
+    ranked = ranked.annotate(
+        rank=Window(RowNumber(), partition_by=[F("endpoint_id"), F("bucket")], order_by="-id")
+    ).filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
+    samples: dict[tuple[int, str], list[float]] = defaultdict(list)
+    throughput: dict[int, list[float]] = defaultdict(list)
+    for endpoint_id, bucket, ttft_ms, tps in ranked.values_list(
+        "endpoint_id", "bucket", "ttft_ms", "output_tokens_per_s"
+    ):
+        samples[(endpoint_id, bucket)].append(ttft_ms / 1000)
+        if tps:
+            throughput[endpoint_id].append(tps)
+    medians = {eid: sorted(v)[len(v) // 2] for eid, v in throughput.items()}
+    return summarise(samples, medians)
+
+
+@dataclass(slots=True)
+class ModelRoutingState:
+    speed: SpeedSummary = field(default_factory=SpeedSummary)
+    unusable_until: dict[int, float] = field(default_factory=dict)
+    expires: float = 0.0
+    refreshing: asyncio.Task | None = None
+
+    def unusable(self, now: float) -> frozenset[int]:
+        return frozenset(eid for eid, until in self.unusable_until.items() if until > now)
+
+
+class RoutingStateCache:
+    def __init__(self) -> None:
+        self._states: dict[str, ModelRoutingState] = {}
+
+    def _state(self, slug: str) -> ModelRoutingState:
+        return self._states.setdefault(slug, ModelRoutingState())
+
+    async def get(self, model: CatalogModel) -> ModelRoutingState:
+        """Fresh enough state; the first request of a model waits for it, later ones
+        get the cached copy while a refresh runs beside them."""
+        state = self._state(model.info.slug)
+        if time.monotonic() >= state.expires:
+            task = state.refreshing
+            loop = asyncio.get_running_loop()
+            if task is None or task.done() or task.get_loop() is not loop:
+                task = state.refreshing = loop.create_task(self._refresh(model, state))
+            if state.expires == 0.0:
+                await asyncio.shield(task)
+        return state
+
+    async def _refresh(self, model: CatalogModel, state: ModelRoutingState) -> None:
+        ids = list(model.by_id)
+        state.speed = await sync_to_async(load_speed_summary)(ids)
+        marks = await shared_kv().get_many([key("unusable", eid) for eid in ids])
+        for eid in ids:
+            until = marks.get(key("unusable", eid))
+            if until is not None:
+                state.unusable_until[eid] = max(float(until), state.unusable_until.get(eid, 0))
+        state.expires = time.monotonic() + settings.UBERLLM["SPEED_CACHE_TTL_S"]
+
+    def mark_unusable(self, model_slug: str, endpoint_id: int, until: float) -> None:
+        self._state(model_slug).unusable_until[endpoint_id] = until
+
+    def invalidate(self) -> None:
+        self._states.clear()
+
+
+routing_state = RoutingStateCache()
+
+
+def mark_unusable(model_slug: str, endpoint_id: int) -> None:
+    """R2.7: this endpoint refused a call; skip it for UNUSABLE_WINDOW_S, everywhere."""
+    from .proxy.state import run_in_background
+
+    window = settings.UBERLLM["UNUSABLE_WINDOW_S"]
+    until = time.time() + window
+    routing_state.mark_unusable(model_slug, endpoint_id, until)
+    run_in_background(shared_kv().set(key("unusable", endpoint_id), repr(until), window))

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from . import apis, views
+
+app_name = "api"
+
+urlpatterns = [
+    path("chat/completions", views.chat_completions, name="chat-completions"),
+    path("models", views.models_list, name="models"),
+    path("generation", apis.GenerationApi.as_view(), name="generation"),
+]

@@ -1,0 +1,59 @@
+"""Shared fixtures: the emulator and the gateway run once per session; every test that
+uses them gets a fresh catalog, tenant and namespaced shared store."""
+
+from __future__ import annotations
+
+import pytest
+
+from providers.emulator.server import EmulatorServer
+
+from .support import TEST_MARKET, GatewayServer, make_tenant, reset_process_caches, test_catalog
+
+
+@pytest.fixture(scope="session")
+def emulator_server():
+    with EmulatorServer(TEST_MARKET) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def gateway_server():
+    server = GatewayServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def emulator(emulator_server, request):
+    emulator_server.reset(profiles=True)
+    reset_process_caches(request.node.nodeid)
+    return emulator_server
+
+
+@pytest.fixture
+def market(emulator, transactional_db):
+    """The test catalog on the emulator; returns {slug: Endpoint}."""
+    from providers.models import Endpoint
+    from providers.services import catalog_import
+
+    catalog_import(data=test_catalog(emulator.base_url))
+    return {e.provider.slug: e for e in Endpoint.objects.select_related("provider")}
+
+
+@pytest.fixture
+def tenant(market):
+    return make_tenant("Acme")
+
+
+@pytest.fixture
+def gateway(gateway_server, market):
+    return gateway_server
+
+
+@pytest.fixture
+def client(gateway, tenant):
+    """The official openai client pointed at the live gateway with the tenant's key."""
+    from openai import OpenAI
+
+    with OpenAI(base_url=gateway.api_url, api_key=tenant.key, max_retries=0) as openai_client:
+        yield openai_client

@@ -1,0 +1,147 @@
+"""Test support: a live gateway (uvicorn in a thread), a test market on the emulator,
+and helpers to seed tenants. Real parts only: real HTTP, real database, real SSE."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+import uvicorn
+from django.conf import settings
+
+TEST_MODEL = "test/model-a"
+
+# A small market with tiny delays so tests run fast; tests slow providers down with
+# emulator.control(...) where they need to.
+TEST_MARKET = {
+    "seed": 7,
+    "time_scale": 1.0,
+    "providers": {
+        slug: {
+            "models": [TEST_MODEL],
+            "ttft_base_s": 0.005,
+            "prefill_tokens_per_s": 5_000_000,
+            "jitter": {"kind": "none"},
+            "output_tokens_per_s": 5000,
+            "default_output_tokens": 8,
+            "cache_ttl_s": 300,
+        }
+        for slug in ("alpha", "bravo", "charlie")
+    },
+}
+# Prices (USD per 1M): input, cache read, cache write, output. alpha is cheapest.
+TEST_PRICES = {
+    "alpha": ("0.10", "0.01", "0", "0.40"),
+    "bravo": ("0.20", "0.02", "0", "0.60"),
+    "charlie": ("0.30", "0.03", "0", "0.90"),
+}
+
+
+def test_catalog(emulator_url: str) -> dict:
+    endpoints = [
+        {
+            "provider": slug,
+            "base_url": f"{emulator_url}/{slug}/v1",
+            "credential_env": f"TEST_{slug.upper()}_KEY",
+            "context_length": 200_000,
+            "supported_parameters": ["max_tokens", "temperature", "tools"],
+            "price_input": pi,
+            "price_cache_read": pc,
+            "price_cache_write": pw,
+            "price_output": po,
+        }
+        for slug, (pi, pc, pw, po) in TEST_PRICES.items()
+    ]
+    return {
+        "providers": [{"slug": slug, "name": slug.title()} for slug in TEST_PRICES],
+        "models": [
+            {
+                "slug": TEST_MODEL,
+                "name": "Test model A",
+                "list_price_input": "0.50",
+                "list_price_cache_read": "0.05",
+                "list_price_output": "1.50",
+                "endpoints": endpoints,
+            }
+        ],
+    }
+
+
+class GatewayServer:
+    """The real ASGI application under uvicorn in a background thread, on a free port."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.port = 0
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base_url}/api/v1"
+
+    def start(self) -> GatewayServer:
+        from uberllm.asgi import application
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(application, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="gateway"
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("gateway did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(5)
+
+
+def reset_process_caches(test_name: str) -> None:
+    """Drop in-process caches and namespace the shared store for this test, so tests
+    cannot see each other's catalog, keys, marks or prefixes."""
+    from billing import auth
+    from routing import shared
+    from routing.catalog import catalog_cache
+    from routing.state import routing_state
+
+    catalog_cache.invalidate()
+    routing_state.invalidate()
+    auth._cache.clear()
+    shared._kv = None
+    settings.UBERLLM["SHARED_KEY_PREFIX"] = f"ullm-test-{time.time_ns()}-{abs(hash(test_name))}"
+
+
+@dataclass
+class Tenant:
+    organisation: object
+    user: object
+    api_key: object
+    key: str
+
+
+def make_tenant(name: str, *, password: str = "pw-123456789") -> Tenant:
+    from billing.services import api_key_create, member_add, organisation_create
+
+    organisation = organisation_create(name=name)
+    user = member_add(
+        organisation=organisation, username=f"{name.lower()}-owner", password=password,
+        role="owner",
+    )  # fmt: skip
+    api_key, key = api_key_create(organisation=organisation, name=f"{name} key")
+    return Tenant(organisation, user, api_key, key)

@@ -1,0 +1,174 @@
+"""Settings, all read from the environment (django-environ); see .env.example.
+
+Production stores are PostgreSQL (``DATABASE_URL``) and Redis (``REDIS_URL``). Without
+them the embedded defaults are a SQLite file and in-process equivalents, so
+``make run`` works on a bare machine.
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+env = environ.Env()
+if env.bool("UBERLLM_READ_DOT_ENV", default=True) and (BASE_DIR / ".env").exists():
+    env.read_env(BASE_DIR / ".env")
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", default="dev-only-insecure-key-change-me")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "providers",
+    "billing",
+    "routing",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "uberllm.urls"
+ASGI_APPLICATION = "uberllm.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # WAL and a busy timeout let the gateway, the worker and beat share the file.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+    )
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test-db.sqlite3")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Celery: Redis when configured, else kombu's filesystem transport so a worker and beat
+# still work across processes on a bare machine.
+CELERY_BROKER_DIR = VAR_DIR / "celery-broker"
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
+if CELERY_BROKER_URL == "filesystem://":
+    CELERY_BROKER_DIR.mkdir(exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_BROKER_DIR),
+        "data_folder_out": str(CELERY_BROKER_DIR),
+    }
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_TASK_SOFT_TIME_LIMIT = 60
+CELERY_TASK_TIME_LIMIT = 120
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_BEAT_SCHEDULE: dict = {}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard:activity"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").exists() else []
+WHITENOISE_USE_FINDERS = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "billing.drf.openai_exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="WARNING")},
+}
+
+# --- UberLLM product settings (fixed waits of the product are settings, so tests are fast)
+UBERLLM = {
+    # Largest accepted chat request body; larger gets HTTP 413 before parsing.
+    "MAX_BODY_BYTES": env.int("UBERLLM_MAX_BODY_BYTES", default=10 * 1024 * 1024),
+    # Upstream timeouts (seconds): connect, wait for response headers, wait for the first
+    # token, and the longest gap between two chunks once streaming.
+    "UPSTREAM_CONNECT_TIMEOUT_S": env.float("UBERLLM_UPSTREAM_CONNECT_TIMEOUT_S", default=5.0),
+    "UPSTREAM_FIRST_TOKEN_TIMEOUT_S": env.float(
+        "UBERLLM_UPSTREAM_FIRST_TOKEN_TIMEOUT_S", default=180.0
+    ),
+    "UPSTREAM_IDLE_TIMEOUT_S": env.float("UBERLLM_UPSTREAM_IDLE_TIMEOUT_S", default=60.0),
+    "UPSTREAM_MAX_CONNECTIONS": env.int("UBERLLM_UPSTREAM_MAX_CONNECTIONS", default=1000),
+    # Retries (R4): attempts in all, across distinct endpoints.
+    "MAX_ATTEMPTS": env.int("UBERLLM_MAX_ATTEMPTS", default=4),
+    # R2.7: an endpoint that refused a call is unusable for this long (seconds).
+    "UNUSABLE_WINDOW_S": env.float("UBERLLM_UNUSABLE_WINDOW_S", default=900.0),
+    # R2.6: share of requests sent to an endpoint with too little speed data.
+    "EXPLORATION_RATE": env.float("UBERLLM_EXPLORATION_RATE", default=0.05),
+    # Rolling window of TTFT samples kept per endpoint and prompt-size bucket.
+    "SPEED_WINDOW_SIZE": env.int("UBERLLM_SPEED_WINDOW_SIZE", default=50),
+    # Samples older than this no longer count (seconds).
+    "SPEED_MAX_AGE_S": env.float("UBERLLM_SPEED_MAX_AGE_S", default=6 * 3600.0),
+    # Namespace of keys in the shared store (Redis), so test runs cannot collide.
+    "SHARED_KEY_PREFIX": env("UBERLLM_SHARED_KEY_PREFIX", default="ullm"),
+    # In-process caches in front of the shared stores (seconds).
+    "CATALOG_CACHE_TTL_S": env.float("UBERLLM_CATALOG_CACHE_TTL_S", default=5.0),
+    "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),
+    "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
+    # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
+    "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=True),
+}
