@@ -11,8 +11,9 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
+
+from uberllm.aio import db_call
 
 from .keys import hash_secret, parse_key, secret_matches
 from .models import ApiKey
@@ -61,7 +62,7 @@ async def _lookup(prefix: str) -> KeyPrincipal | None:
     hit = _cache.get(prefix)
     if hit is not None and hit[0] > now:
         return hit[1]
-    principal = await sync_to_async(_load)(prefix)
+    principal = await db_call(_load)(prefix)
     _cache[prefix] = (now + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
     if len(_cache) > 100_000:
         _cache.clear()

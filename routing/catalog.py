@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from providers.models import Endpoint
+from uberllm.aio import db_call, run_in_background
 
 from .core.types import EndpointInfo, ModelInfo
 
@@ -124,11 +124,11 @@ class CatalogCache:
         task = self._reload_task
         loop = asyncio.get_running_loop()
         if task is None or task.done() or task.get_loop() is not loop:
-            task = self._reload_task = loop.create_task(self._load())
+            task = self._reload_task = run_in_background(self._load())
         await asyncio.shield(task)
 
     async def _load(self) -> None:
-        self._snapshot = await sync_to_async(load_catalog)()
+        self._snapshot = await db_call(load_catalog)()
         self._expires = time.monotonic() + settings.UBERLLM["CATALOG_CACHE_TTL_S"]
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from asgiref.sync import sync_to_async
-
 from billing.ledger import CallResult
+from uberllm.aio import db_call
 
 from .core.types import bucket_for
 from .models import SpeedSample
@@ -58,7 +57,7 @@ async def learn_from_call(state: CallState, result: CallResult) -> None:
 
     samples = _speed_samples(state, result)
     if samples:
-        await sync_to_async(SpeedSample.objects.bulk_create)(samples)
+        await db_call(SpeedSample.objects.bulk_create)(samples)
     if result.status != "success":
         return
     model = state.model.info.slug

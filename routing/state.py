@@ -13,11 +13,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
+
+from uberllm.aio import db_call, run_in_background
 
 from .catalog import CatalogModel
 from .core.speed import SpeedSummary, summarise
@@ -71,14 +72,14 @@ class RoutingStateCache:
             task = state.refreshing
             loop = asyncio.get_running_loop()
             if task is None or task.done() or task.get_loop() is not loop:
-                task = state.refreshing = loop.create_task(self._refresh(model, state))
+                task = state.refreshing = run_in_background(self._refresh(model, state))
             if state.expires == 0.0:
                 await asyncio.shield(task)
         return state
 
     async def _refresh(self, model: CatalogModel, state: ModelRoutingState) -> None:
         ids = list(model.by_id)
-        state.speed = await sync_to_async(load_speed_summary)(ids)
+        state.speed = await db_call(load_speed_summary)(ids)
         marks = await shared_kv().get_many([key("unusable", eid) for eid in ids])
         for eid in ids:
             until = marks.get(key("unusable", eid))
@@ -98,8 +99,6 @@ routing_state = RoutingStateCache()
 
 def mark_unusable(model_slug: str, endpoint_id: int) -> None:
     """R2.7: this endpoint refused a call; skip it for UNUSABLE_WINDOW_S, everywhere."""
-    from .proxy.state import run_in_background
-
     window = settings.UBERLLM["UNUSABLE_WINDOW_S"]
     until = time.time() + window
     routing_state.mark_unusable(model_slug, endpoint_id, until)

@@ -7,7 +7,14 @@ import pytest
 
 from providers.emulator.server import EmulatorServer
 
-from .support import TEST_MARKET, GatewayServer, make_tenant, reset_process_caches, test_catalog
+from .support import (
+    TEST_MARKET,
+    GatewayServer,
+    close_other_connections,
+    make_tenant,
+    reset_process_caches,
+    test_catalog,
+)
 
 
 @pytest.fixture(scope="session")
@@ -17,10 +24,12 @@ def emulator_server():
 
 
 @pytest.fixture(scope="session")
-def gateway_server():
+def gateway_server(django_db_setup, django_db_blocker):
     server = GatewayServer().start()
     yield server
     server.stop()
+    with django_db_blocker.unblock():
+        close_other_connections()
 
 
 @pytest.fixture
@@ -57,3 +66,14 @@ def client(gateway, tenant):
 
     with OpenAI(base_url=gateway.api_url, api_key=tenant.key, max_retries=0) as openai_client:
         yield openai_client
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _allow_loopback_upstreams():
+    """The emulator runs on loopback; production keeps private upstreams forbidden."""
+    from django.conf import settings
+
+    settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True
+    # Exploration (R2.6) sends 5% of requests to a random endpoint: tests that do not
+    # test it want a deterministic choice.
+    settings.UBERLLM["EXPLORATION_RATE"] = 0.0

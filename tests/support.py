@@ -145,3 +145,31 @@ def make_tenant(name: str, *, password: str = "pw-123456789") -> Tenant:
     )  # fmt: skip
     api_key, key = api_key_create(organisation=organisation, name=f"{name} key")
     return Tenant(organisation, user, api_key, key)
+
+
+def wait_finished_rows(count: int, timeout: float = 5.0) -> list:
+    """Wait until ``count`` Activity rows exist and all are finished (the ledger writes
+    run beside the request, so they may land just after the response)."""
+    from billing.models import Activity
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = list(Activity.objects.all())
+        if len(rows) >= count and all(r.status != Activity.Status.PENDING for r in rows):
+            return rows
+        time.sleep(0.02)
+    raise AssertionError(f"expected {count} finished Activity rows")
+
+
+def close_other_connections() -> None:
+    """End the gateway threads' PostgreSQL sessions so the test database can be dropped."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    connection.close()

@@ -170,5 +170,5 @@ UBERLLM = {
     "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),
     "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
     # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
-    "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=True),
+    "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=False),
 }

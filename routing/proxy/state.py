@@ -10,26 +10,17 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from asgiref.sync import sync_to_async
 
 from billing.auth import KeyPrincipal
 from billing.ledger import AttemptResult, CallResult, activity_finish, activity_open
 from billing.pricing import call_cost
+from uberllm.aio import db_call, run_in_background
 
 from ..catalog import CatalogModel, EndpointRoute
 from ..core.types import RouteChoice, RoutePlan
 from ..request import ChatRequest
 
 logger = logging.getLogger(__name__)
-# Finalisers run as tasks that a client disconnect cannot cancel; keep references.
-_background: set[asyncio.Task] = set()
-
-
-def run_in_background(coro) -> asyncio.Task:
-    task = asyncio.get_running_loop().create_task(coro)
-    _background.add(task)
-    task.add_done_callback(_background.discard)
-    return task
 
 
 @dataclass(slots=True)
@@ -58,7 +49,7 @@ class CallState:
     def open_ledger_row(self) -> None:
         """Insert the pending Activity row beside the upstream call (off the hot path)."""
         self.open_task = run_in_background(
-            sync_to_async(activity_open)(
+            db_call(activity_open)(
                 request_id=self.request_id,
                 organisation_id=self.principal.organisation_id,
                 api_key_id=self.principal.api_key_id,
@@ -116,7 +107,9 @@ class CallState:
             error_message=error,
             attempts=list(self.attempts),
         )
-        if self.served is not None and self.served_choice is not None and status != "error":
+        # A stream cut or cancelled after its first token was served: the provider
+        # charged for it, so it is billed (estimated if usage never arrived).
+        if self.served is not None and self.served_choice is not None:
             cost, prompt, cached, completion, estimated = self.cost()
             result.endpoint_id = self.served.endpoint_id
             result.provider_slug = self.served.provider_slug
@@ -142,7 +135,7 @@ class CallState:
         try:
             if self.open_task is not None:
                 await self.open_task
-            await sync_to_async(activity_finish)(result)
+            await db_call(activity_finish)(result)
             await learn_from_call(self, result)
         except Exception:
             logger.exception("ledger write failed for %s", self.request_id)

@@ -1,0 +1,51 @@
+# UberLLM developer commands. `make run` and `make test` work on a bare machine with Python 3.11.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.PHONY: run test lint format bench venv deps dev-deps migrate clean
+
+$(VENV)/bin/activate:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.deps: requirements.txt | $(VENV)/bin/activate
+	$(PIP) install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(VENV)/bin/activate
+	$(PIP) install -q -r requirements-dev.txt
+	touch $@ $(VENV)/.deps
+
+venv: $(VENV)/bin/activate
+deps: $(VENV)/.deps
+dev-deps: $(VENV)/.dev-deps
+
+migrate: deps
+	$(PY) manage.py migrate --noinput -v0
+
+## Install, migrate, seed the demo, start emulated providers + gateway (+ worker and beat).
+run: migrate
+	$(PY) manage.py run_demo
+
+## Lint, then the whole test suite (DATABASE_URL / REDIS_URL select the stores).
+test: dev-deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m pytest
+
+lint: dev-deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: dev-deps
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+## Benchmarks (print figures; never part of the tests).
+bench: dev-deps
+	$(PY) -m routing.core.bench
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache

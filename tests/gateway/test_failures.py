@@ -1,0 +1,77 @@
+"""Failures before the first byte are retried elsewhere (R4); after it, an error chunk."""
+
+import httpx
+import orjson
+import pytest
+
+from ..support import TEST_MODEL, wait_finished_rows
+from .test_chat_api import wait_finished
+
+pytestmark = pytest.mark.django_db(transaction=True)
+BODY = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _stream_events(gateway, key, body) -> tuple[int, list[str]]:
+    events = []
+    with httpx.stream(
+        "POST", f"{gateway.api_url}/chat/completions", json={**body, "stream": True},
+        headers={"Authorization": f"Bearer {key}"}, timeout=10,
+    ) as response:  # fmt: skip
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                events.append(line[6:])
+        return response.status_code, events
+
+
+def test_upstream_error_retried_on_next_endpoint(client, emulator):
+    emulator.control("alpha", error_rate=1.0)
+    reply = client.chat.completions.create(model=TEST_MODEL, messages=BODY["messages"])
+    assert reply.model_extra["provider"] == "bravo"
+    row = wait_finished(reply.id)
+    attempts = list(row.attempts.values_list("provider_slug", "outcome", "http_status"))
+    assert attempts == [("alpha", "http_error", 500), ("bravo", "success", None)]
+    assert row.attempt_count == 2 and row.provider_slug == "bravo"
+
+
+def test_429_retried_and_endpoint_skipped_afterwards(client, emulator):
+    emulator.control("alpha", status_override=429)
+    first = client.chat.completions.create(model=TEST_MODEL, messages=BODY["messages"])
+    assert first.model_extra["provider"] == "bravo"
+    second = client.chat.completions.create(model=TEST_MODEL, messages=BODY["messages"])
+    assert second.model_extra["provider"] == "bravo"
+    # alpha was marked unusable after the 429, so the second call did not try it.
+    assert len(emulator.log("alpha")) == 1
+    assert wait_finished(second.id).attempt_count == 1
+
+
+def test_every_attempt_fails_returns_last_error_and_costs_nothing(gateway, tenant, emulator):
+    for slug in ("alpha", "bravo", "charlie"):
+        emulator.control(slug, status_override=503)
+    status, events = _stream_events(gateway, tenant.key, BODY)
+    assert status == 502 and events == []
+    response = httpx.post(
+        f"{gateway.api_url}/chat/completions", json=BODY,
+        headers={"Authorization": f"Bearer {tenant.key}"},
+    )  # fmt: skip
+    assert response.status_code == 502
+    assert "3 upstream attempt" in response.json()["error"]["message"]
+    rows = wait_finished_rows(2)
+    assert len(rows) == 2
+    assert all(r.status == "error" and r.cost_usd == 0 for r in rows)
+    # When every endpoint is marked unusable they are still tried, as a last resort.
+    assert [r.attempt_count for r in rows] == [3, 3]
+
+
+def test_cut_stream_ends_with_error_chunk_not_done(gateway, tenant, emulator):
+    emulator.control("alpha", fail_after_tokens=3, default_output_tokens=20)
+    status, events = _stream_events(gateway, tenant.key, BODY)
+    assert status == 200
+    assert events[-1] != "[DONE]"
+    last = orjson.loads(events[-1])
+    assert last["error"]["message"]
+    assert last["choices"][0]["finish_reason"] == "error"
+    row = wait_finished(last["id"])
+    assert row.status == "error" and row.provider_slug == "alpha"
+    assert row.attempts.get().outcome == "cut"
+    # Served tokens were delivered and are billed, marked as an estimate.
+    assert row.usage_estimated and row.completion_tokens == 3 and row.cost_usd > 0
