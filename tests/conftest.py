@@ -10,10 +10,10 @@ from providers.emulator.server import EmulatorServer
 from .support import (
     TEST_MARKET,
     GatewayServer,
+    catalog_for_tests,
     close_other_connections,
     make_tenant,
     reset_process_caches,
-    test_catalog,
 )
 
 
@@ -45,7 +45,7 @@ def market(emulator, transactional_db):
     from providers.models import Endpoint
     from providers.services import catalog_import
 
-    catalog_import(data=test_catalog(emulator.base_url))
+    catalog_import(data=catalog_for_tests(emulator.base_url))
     return {e.provider.slug: e for e in Endpoint.objects.select_related("provider")}
 
 

@@ -39,7 +39,7 @@ TEST_PRICES = {
 }
 
 
-def test_catalog(emulator_url: str) -> dict:
+def catalog_for_tests(emulator_url: str) -> dict:
     endpoints = [
         {
             "provider": slug,

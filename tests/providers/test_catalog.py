@@ -1,0 +1,77 @@
+"""Catalog import/export, validation, and the admin."""
+
+import json
+from decimal import Decimal
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.test import Client
+
+from providers.models import Endpoint, Model, Provider
+from providers.services import catalog_export, catalog_import
+from providers.validators import validate_upstream_url
+
+from ..support import catalog_for_tests
+
+pytestmark = pytest.mark.django_db
+
+
+def test_import_export_roundtrip(tmp_path):
+    counts = catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
+    assert counts == {"providers": 3, "models": 1, "endpoints": 3}
+    exported = catalog_export()
+    path = tmp_path / "catalog.json"
+    call_command("export_catalog", output=str(path))
+    assert json.loads(path.read_text()) == exported
+    Endpoint.objects.all().delete()
+    call_command("import_catalog", str(path))
+    assert catalog_export() == exported
+    bravo = Endpoint.objects.get(provider__slug="bravo")
+    assert bravo.price_input == Decimal("0.2") and bravo.price_cache_read == Decimal("0.02")
+
+
+def test_import_is_idempotent():
+    catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
+    catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
+    assert (Provider.objects.count(), Model.objects.count(), Endpoint.objects.count()) == (3, 1, 3)
+
+
+def test_negative_price_rejected():
+    data = catalog_for_tests("http://127.0.0.1:9")
+    data["models"][0]["endpoints"][0]["price_input"] = "-1"
+    with pytest.raises(ValidationError):
+        catalog_import(data=data)
+    assert not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/v1", "javascript:alert(1)", "http://"])
+def test_non_http_urls_rejected(url):
+    with pytest.raises(ValidationError):
+        validate_upstream_url(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://169.254.169.254/latest", "http://127.0.0.1:8100/x", "http://10.0.0.1/v1"]
+)
+def test_internal_urls_rejected_unless_allowed(settings, url):
+    settings.UBERLLM = {**settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS": False}
+    with pytest.raises(ValidationError):
+        validate_upstream_url(url)
+    settings.UBERLLM = {**settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS": True}
+    validate_upstream_url(url)
+
+
+def test_admin_shows_endpoints_inline_under_models(admin_user):
+    catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
+    client = Client()
+    client.force_login(admin_user)
+    model = Model.objects.get()
+    page = client.get(f"/admin/providers/model/{model.id}/change/").content.decode()
+    assert "endpoints-0-price_input" in page and "endpoints-2-price_output" in page
+
+
+def test_export_never_contains_credentials(monkeypatch):
+    monkeypatch.setenv("TEST_ALPHA_KEY", "sk-very-secret")
+    catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
+    assert "sk-very-secret" not in json.dumps(catalog_export())
