@@ -128,17 +128,3 @@ async def open_stream(call: UpstreamCall) -> UpstreamStream:
             "http", _error_message(body, response.status_code), response.status_code
         )
     return UpstreamStream(response)
-
-
-async def post_json(call: UpstreamCall) -> bytes:
-    """POST a non-streaming request and return the body; raises ``UpstreamError``."""
-    client = get_client()
-    try:
-        response = await client.post(call.url, content=call.body, headers=_headers(call, False))
-    except Exception as exc:
-        raise _wrap(exc) from exc
-    if response.status_code != 200:
-        raise UpstreamError(
-            "http", _error_message(response.content, response.status_code), response.status_code
-        )
-    return response.content

@@ -65,16 +65,15 @@ class RoutingStateCache:
         return self._states.setdefault(slug, ModelRoutingState())
 
     async def get(self, model: CatalogModel) -> ModelRoutingState:
-        """Fresh enough state; the first request of a model waits for it, later ones
-        get the cached copy while a refresh runs beside them."""
+        """State no older than SPEED_CACHE_TTL_S. Once per TTL one refresh runs (a query
+        of about a millisecond); concurrent requests wait for the same one."""
         state = self._state(model.info.slug)
         if time.monotonic() >= state.expires:
             task = state.refreshing
             loop = asyncio.get_running_loop()
             if task is None or task.done() or task.get_loop() is not loop:
                 task = state.refreshing = run_in_background(self._refresh(model, state))
-            if state.expires == 0.0:
-                await asyncio.shield(task)
+            await asyncio.shield(task)
         return state
 
     async def _refresh(self, model: CatalogModel, state: ModelRoutingState) -> None:

@@ -3,6 +3,8 @@ uses them gets a fresh catalog, tenant and namespaced shared store."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from providers.emulator.server import EmulatorServer
@@ -68,9 +70,29 @@ def client(gateway, tenant):
         yield openai_client
 
 
+def django_configured() -> bool:
+    return bool(os.environ.get("DJANGO_SETTINGS_MODULE"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _remove_sqlite_test_files():
+    """Django drops the SQLite test database file but not its WAL companions."""
+    yield
+    if not django_configured():
+        return
+    from django.conf import settings
+
+    name = settings.DATABASES["default"].get("TEST", {}).get("NAME") or ""
+    for suffix in ("", "-wal", "-shm"):
+        if name.endswith(".sqlite3") and os.path.exists(name + suffix):
+            os.remove(name + suffix)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _allow_loopback_upstreams():
     """The emulator runs on loopback; production keeps private upstreams forbidden."""
+    if not django_configured():
+        return  # the routing core's tests run without Django (-p no:django)
     from django.conf import settings
 
     settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True

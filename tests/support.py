@@ -173,3 +173,73 @@ def close_other_connections() -> None:
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
     connection.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url() -> str:
+    """The URL of the database the tests run on (the test database), for subprocesses."""
+    from django.db import connection
+
+    conf = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{conf['NAME']}"
+    user = conf.get("USER") or "postgres"
+    host, port = conf.get("HOST") or "127.0.0.1", conf.get("PORT") or 5432
+    return f"postgres://{user}@{host}:{port}/{conf['NAME']}"
+
+
+class SubprocessGateway:
+    """A second gateway in its own process (its own memory) on the same shared stores."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc = None
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v1"
+
+    def start(self) -> SubprocessGateway:
+        import os
+        import subprocess
+        import sys
+
+        import httpx
+
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true",
+            "UBERLLM_EXPLORATION_RATE": "0",
+            "UBERLLM_SHARED_KEY_PREFIX": settings.UBERLLM["SHARED_KEY_PREFIX"],
+            "UBERLLM_SPEED_CACHE_TTL_S": str(settings.UBERLLM["SPEED_CACHE_TTL_S"]),
+            "UBERLLM_READ_DOT_ENV": "false",
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "uberllm.asgi:application", "--port",
+             str(self.port), "--log-level", "warning"],
+            env=env, cwd=settings.BASE_DIR,
+        )  # fmt: skip
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/healthz").status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("second gateway did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except Exception:
+                self.proc.kill()
+            self.proc = None

@@ -5,6 +5,7 @@ them the embedded defaults are a SQLite file and in-process equivalents, so
 ``make run`` works on a bare machine.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -67,11 +68,20 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # WAL and a busy timeout let the gateway, the worker and beat share the file.
+    # WAL, a busy timeout and IMMEDIATE transactions let the gateway's writer threads,
+    # the worker and beat share the file without "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
-    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test-db.sqlite3")
+    # A file (not memory), so a second gateway process in the tests can open it; one per
+    # test process, so concurrent test runs cannot clobber each other's database.
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(
+        VAR_DIR / f"test-db-{os.getpid()}.sqlite3"
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL", default="")

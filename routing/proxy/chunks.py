@@ -26,14 +26,16 @@ def error_chunk(state: CallState, message: str) -> bytes:
 class ChunkRewriter:
     """Sets our id, model and ``provider`` on each chunk; captures usage and adds its cost.
 
-    The usage chunk is passed on only if the client asked for it (``include_usage``).
+    The usage chunk is passed on only if ``keep_usage`` (the client asked for it with
+    ``include_usage``, or the reply is assembled into one non-streaming response).
     """
 
-    __slots__ = ("finished", "route", "saw_token", "state", "upstream_error")
+    __slots__ = ("finished", "keep_usage", "route", "saw_token", "state", "upstream_error")
 
     def __init__(self, state: CallState, route: EndpointRoute) -> None:
         self.state = state
         self.route = route
+        self.keep_usage = state.chat.include_usage or not state.chat.stream
         self.saw_token = False
         self.finished = False
         self.upstream_error: str | None = None
@@ -52,7 +54,7 @@ class ChunkRewriter:
         """Record usage; returns whether the chunk should still be sent."""
         self.state.served = self.route
         self.state.usage = usage
-        if not self.state.chat.include_usage:
+        if not self.keep_usage:
             if not chunk.get("choices"):
                 return False
             del chunk["usage"]
@@ -60,7 +62,8 @@ class ChunkRewriter:
         usage["cost"] = float(self.state.cost()[0])
         return True
 
-    def rewrite(self, data: str) -> bytes | None:
+    def rewrite(self, data: str) -> dict[str, Any] | None:
+        """The chunk to pass on (None: drop it); sets ``upstream_error`` on an error."""
         try:
             chunk = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -81,6 +84,10 @@ class ChunkRewriter:
         if usage:
             if not self._usage(chunk, usage):
                 return None
-        elif "usage" in chunk and not self.state.chat.include_usage:
+        elif "usage" in chunk and not self.keep_usage:
             del chunk["usage"]
-        return b"data: " + orjson.dumps(chunk) + b"\n\n"
+        return chunk
+
+
+def encode(chunk: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(chunk) + b"\n\n"

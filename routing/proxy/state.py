@@ -62,11 +62,11 @@ class CallState:
     def upstream_body(self, route: EndpointRoute) -> bytes:
         body = dict(self.chat.body)
         body["model"] = route.upstream_model
-        if self.chat.stream:
-            # Always ask for usage: billing needs it; it is stripped if the client did not ask.
-            options = dict(body.get("stream_options") or {})
-            options["include_usage"] = True
-            body["stream_options"] = options
+        # Upstream always streams (a non-streaming reply is assembled from the chunks, so
+        # every call measures its TTFT) and always reports usage, which billing needs; the
+        # usage chunk is stripped if the client did not ask for it.
+        body["stream"] = True
+        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
         return orjson.dumps(body)
 
     def elapsed_ms(self) -> int:

@@ -21,15 +21,15 @@ from ..catalog import EndpointRoute
 from ..core.types import RouteChoice
 from ..errors import GatewayError
 from .attempts import run_attempts
-from .chunks import ChunkRewriter, error_chunk
+from .chunks import ChunkRewriter, encode, error_chunk
 from .state import CallState
 
 DONE = b"data: [DONE]\n\n"
 
 
-async def _first_token(stream: UpstreamStream, rewriter: ChunkRewriter) -> list[bytes]:
+async def _first_token(stream: UpstreamStream, rewriter: ChunkRewriter) -> list[dict]:
     """Read events until the first one carrying a token; returns them rewritten."""
-    pending: list[bytes] = []
+    pending: list[dict] = []
     while True:
         data = await stream.next_data()
         if data is None or data == "[DONE]":
@@ -43,8 +43,14 @@ async def _first_token(stream: UpstreamStream, rewriter: ChunkRewriter) -> list[
             return pending
 
 
-async def _open(state: CallState, route: EndpointRoute, attempt: AttemptResult):
+async def open_attempt(state: CallState, route: EndpointRoute, attempt: AttemptResult):
+    """Open the upstream stream and read up to its first token (the attempt's TTFT).
+
+    Returns (stream, rewriter, chunks so far); raises UpstreamError on any failure, with
+    the stream closed.
+    """
     rewriter = ChunkRewriter(state, route)
+    state.usage, state.completion_chunks = None, 0  # nothing of a failed attempt counts
     started = time.perf_counter()
     call = UpstreamCall(route.url, state.upstream_body(route), route.authorization)
     stream: UpstreamStream | None = None
@@ -65,22 +71,28 @@ async def _open(state: CallState, route: EndpointRoute, attempt: AttemptResult):
     return stream, rewriter, pending
 
 
+async def rest_of_stream(stream: UpstreamStream, rewriter: ChunkRewriter):
+    """The remaining rewritten chunks; UpstreamError if the stream fails or is cut."""
+    async for data in stream.data():
+        if data == "[DONE]":
+            break
+        chunk = rewriter.rewrite(data)
+        if rewriter.upstream_error is not None:
+            raise UpstreamError("protocol", rewriter.upstream_error)
+        if chunk:
+            yield chunk
+    if not rewriter.finished:
+        raise UpstreamError("protocol", "upstream stream was cut before it finished")
+
+
 async def _relay(state: CallState, attempt: AttemptResult, opened: tuple) -> AsyncIterator[bytes]:
     stream, rewriter, pending = opened
     status, http_status, error = "cancelled", 499, "client disconnected"
     try:
         for chunk in pending:
-            yield chunk
-        async for data in stream.data():
-            if data == "[DONE]":
-                break
-            chunk = rewriter.rewrite(data)
-            if rewriter.upstream_error is not None:
-                raise UpstreamError("protocol", rewriter.upstream_error)
-            if chunk:
-                yield chunk
-        if not rewriter.finished:
-            raise UpstreamError("protocol", "upstream stream was cut before it finished")
+            yield encode(chunk)
+        async for chunk in rest_of_stream(stream, rewriter):
+            yield encode(chunk)
         yield DONE
         status, http_status, error = "success", 200, ""
     except UpstreamError as exc:
@@ -102,7 +114,7 @@ async def stream_response(state: CallState) -> HttpResponse:
     """Open upstream with retries; answer an error, or a streaming response."""
 
     async def try_one(choice: RouteChoice, route: EndpointRoute, attempt: AttemptResult):
-        return await _open(state, route, attempt)
+        return await open_attempt(state, route, attempt)
 
     try:
         opened = await run_attempts(state, try_one)

@@ -49,11 +49,42 @@ class Command(BaseCommand):
                         "--log-level", "warning", "--no-access-log"], env),
         ]  # fmt: skip
         if not options["no_celery"] and settings.CELERY_BEAT_SCHEDULE:
-            procs.append(self._spawn("worker", [py, "-m", "celery", "-A", "uberllm", "worker",
-                                     "--loglevel", "warning", "--concurrency", "2"], env))
-            procs.append(self._spawn("beat", [py, "-m", "celery", "-A", "uberllm", "beat",
-                                     "--loglevel", "warning", "--schedule",
-                                     str(settings.VAR_DIR / "celerybeat-schedule")], env))
+            procs.append(
+                self._spawn(
+                    "worker",
+                    [
+                        py,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "uberllm",
+                        "worker",
+                        "--loglevel",
+                        "warning",
+                        "--concurrency",
+                        "2",
+                    ],
+                    env,
+                )
+            )
+            procs.append(
+                self._spawn(
+                    "beat",
+                    [
+                        py,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "uberllm",
+                        "beat",
+                        "--loglevel",
+                        "warning",
+                        "--schedule",
+                        str(settings.VAR_DIR / "celerybeat-schedule"),
+                    ],
+                    env,
+                )
+            )
         return procs  # fmt: skip
 
     def handle(self, *args, **options):

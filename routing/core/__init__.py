@@ -1,0 +1,73 @@
+"""UberLLM routing decision core: pure, framework-free, clock and RNG injected.
+
+See docs/routing.md for the rules as implemented.
+"""
+
+from .candidate import DEFAULT_TUNING, SmartTuning
+from .hedge import HedgeDecision, hedge_partner, hedge_policy
+from .marks import UnusableMarks
+from .options import RoutingOptions, split_model_suffix
+from .plan import plan_route
+from .prefix import PrefixCache, prefix_hashes
+from .pricing import list_price_cost, request_cost, worst_case_within_max_price
+from .retry import (
+    FailureVerdict,
+    RetryPolicy,
+    all_attempts_failed,
+    classify_failure,
+    is_retryable,
+    marks_unusable,
+)
+from .speed import SpeedBook, SpeedSample, SpeedSummary, SpeedWindow, summarise, typical_ttft
+from .tokens import OutputEstimator, TokenEstimator
+from .types import (
+    BUCKETS,
+    Bucket,
+    EndpointInfo,
+    ModelInfo,
+    RequestFeatures,
+    RouteChoice,
+    RoutePlan,
+    RoutingError,
+    bucket_for,
+)
+
+__all__ = [
+    "BUCKETS",
+    "DEFAULT_TUNING",
+    "Bucket",
+    "EndpointInfo",
+    "FailureVerdict",
+    "HedgeDecision",
+    "ModelInfo",
+    "OutputEstimator",
+    "PrefixCache",
+    "RequestFeatures",
+    "RetryPolicy",
+    "RouteChoice",
+    "RoutePlan",
+    "RoutingError",
+    "RoutingOptions",
+    "SmartTuning",
+    "SpeedBook",
+    "SpeedSample",
+    "SpeedSummary",
+    "SpeedWindow",
+    "TokenEstimator",
+    "UnusableMarks",
+    "all_attempts_failed",
+    "bucket_for",
+    "classify_failure",
+    "hedge_partner",
+    "hedge_policy",
+    "is_retryable",
+    "list_price_cost",
+    "marks_unusable",
+    "plan_route",
+    "prefix_hashes",
+    "request_cost",
+    "split_model_suffix",
+    "summarise",
+    "typical_ttft",
+    "worst_case_within_max_price",
+]

@@ -1,0 +1,78 @@
+"""Per-request working record of one endpoint while a plan is ranked (internal)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .types import EndpointInfo
+
+
+@dataclass(frozen=True, slots=True)
+class SmartTuning:
+    """Thresholds of smart routing (R2.4, R2.9); defaults are the product's numbers.
+
+    fast enough: typical TTFT <= fast_enough_ratio x the fastest, or < fast_enough_under_s.
+    R2.9: an endpoint priced above the model's usual price may be picked for speed only
+    if its cost for this request is <= (1 - dear_min_discount) x the list-price cost.
+    """
+
+    fast_enough_ratio: float = 2.0
+    fast_enough_under_s: float = 1.0
+    dear_min_discount: float = 0.5
+
+
+DEFAULT_TUNING = SmartTuning()
+
+
+class Candidate:
+    """One filtered endpoint with this request's cost and its speed in the bucket.
+
+    ``typical`` is None when the endpoint has fewer than ``min_samples`` samples in the
+    bucket (too little data). ``price_eligible`` is the R2.9 test. ``fast_enough`` is
+    set by smart.mark_fast_enough().
+    """
+
+    __slots__ = (
+        "cost",
+        "endpoint",
+        "endpoint_id",
+        "fast_enough",
+        "price_eligible",
+        "slug",
+        "throughput",
+        "typical",
+        "usable",
+    )
+
+    def __init__(
+        self,
+        endpoint: EndpointInfo,
+        cost: float,
+        typical: float | None,
+        throughput: float | None,
+        usable: bool,
+        price_eligible: bool,
+    ) -> None:
+        self.endpoint = endpoint
+        self.endpoint_id = endpoint.endpoint_id
+        self.slug = endpoint.provider_slug
+        self.cost = cost
+        self.typical = typical
+        self.throughput = throughput
+        self.usable = usable
+        self.price_eligible = price_eligible
+        self.fast_enough = False
+
+    def __repr__(self) -> str:
+        return (
+            f"Candidate({self.endpoint_id}, {self.slug}, cost={self.cost:.6f}, "
+            f"typical={self.typical}, fast_enough={self.fast_enough})"
+        )
+
+
+Ranked = list[tuple[Candidate, str]]
+
+
+def cost_key(candidate: Candidate) -> tuple[float, int]:
+    """Cheapest first; ties by endpoint id so plans are deterministic."""
+    return (candidate.cost, candidate.endpoint_id)

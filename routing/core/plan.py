@@ -1,0 +1,159 @@
+"""plan_route(): every endpoint that may serve a request, in the order to try them.
+
+Pipeline: hard filters (filters.py) -> price and speed per candidate -> ranking by
+smart routing (smart.py) or by the customer's choice (customer.py) -> endpoints
+marked unusable (R2.7) appended as a last resort -> allow_fallbacks restriction.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence, Set
+from statistics import median
+
+from .candidate import DEFAULT_TUNING, Candidate, Ranked, SmartTuning, cost_key
+from .customer import rank_customer, restrict_to_listed
+from .filters import filter_endpoints
+from .options import RoutingOptions
+from .pricing import list_price_cost, request_cost
+from .smart import mark_fast_enough, rank_smart, with_exploration
+from .speed import SpeedSummary
+from .types import (
+    Bucket,
+    EndpointInfo,
+    ModelInfo,
+    RequestFeatures,
+    RouteChoice,
+    RoutePlan,
+    RoutingError,
+    bucket_for,
+)
+
+LAST_RESORT = "last resort: marked unusable"
+
+
+def _costs(endpoints: Sequence[EndpointInfo], features: RequestFeatures) -> dict[int, float]:
+    cached = features.cached_tokens
+    prompt, output = features.prompt_tokens, features.expected_output_tokens
+    return {
+        e.endpoint_id: request_cost(e, prompt, cached.get(e.endpoint_id, 0), output)
+        for e in endpoints
+    }
+
+
+def usual_price(costs: dict[int, float]) -> float:
+    """R2.9 the model's usual price for this request: the median of this request's cost
+    at every endpoint of the model (before any filter)."""
+    return median(costs.values())
+
+
+def dear_price_limit(
+    model: ModelInfo,
+    features: RequestFeatures,
+    cached_tokens: int,
+    tuning: SmartTuning = DEFAULT_TUNING,
+) -> float:
+    """R2.9 the most an above-usual endpoint may cost to be picked for speed: this
+    request, with the same cached tokens as at that endpoint, at the model's list prices
+    x (1 - dear_min_discount), i.e. at least 50% below list by default."""
+    list_cost = list_price_cost(
+        model, features.prompt_tokens, cached_tokens, features.expected_output_tokens
+    )
+    return (1.0 - tuning.dear_min_discount) * list_cost
+
+
+def _candidates(
+    model: ModelInfo,
+    eligible: list[EndpointInfo],
+    features: RequestFeatures,
+    bucket: Bucket,
+    costs: dict[int, float],
+    speed: SpeedSummary,
+    unusable: Set[int],
+    min_samples: int,
+    tuning: SmartTuning,
+) -> list[Candidate]:
+    usual = usual_price(costs)
+    counts, typicals = speed.count_by_key, speed.typical_by_key
+    throughputs, cached = speed.throughput_by_endpoint, features.cached_tokens
+    candidates = []
+    for endpoint in eligible:
+        endpoint_id = endpoint.endpoint_id
+        key = (endpoint_id, bucket)
+        typical = typicals.get(key) if counts.get(key, 0) >= min_samples else None
+        cost = costs[endpoint_id]
+        price_eligible = cost <= usual or cost <= dear_price_limit(
+            model, features, cached.get(endpoint_id, 0), tuning
+        )
+        candidates.append(
+            Candidate(
+                endpoint,
+                cost,
+                typical,
+                throughputs.get(endpoint_id),
+                endpoint_id not in unusable,
+                price_eligible,
+            )
+        )
+    return candidates
+
+
+def _rank(
+    usable: list[Candidate],
+    marked: list[Candidate],
+    options: RoutingOptions,
+    rng: random.Random,
+    exploration_rate: float,
+) -> Ranked:
+    """Usable candidates by strategy, then (R2.7) the marked ones as a last resort: a
+    gateway should still try an endpoint that refused a call rather than fail outright."""
+    if options.is_customer_choice:
+        ranked = rank_customer(usable, options)
+        last = rank_customer(marked, options)
+    else:
+        ranked = with_exploration(rank_smart(usable), rng, exploration_rate)
+        last = [(c, "") for c in sorted(marked, key=cost_key)]
+    return ranked + [(c, f"{LAST_RESORT}; {r}" if r else LAST_RESORT) for c, r in last]
+
+
+def plan_route(
+    model: ModelInfo,
+    endpoints: Sequence[EndpointInfo],
+    features: RequestFeatures,
+    options: RoutingOptions,
+    speed: SpeedSummary,
+    unusable: Set[int],
+    rng: random.Random,
+    *,
+    exploration_rate: float = 0.05,
+    min_samples: int = 3,
+    tuning: SmartTuning = DEFAULT_TUNING,
+) -> RoutePlan:
+    """Every endpoint that may serve this request, best first, never repeated.
+
+    ``unusable`` holds endpoint ids marked unusable now (R2.7); they go last. An
+    endpoint with fewer than ``min_samples`` TTFT samples in the request's bucket has
+    "too little data". Raises RoutingError 400 (unknown provider slug) or 404 (no
+    endpoint passes the filters; the message says which filter).
+    """
+    bucket = bucket_for(features.prompt_tokens)
+    eligible = filter_endpoints(model, endpoints, features, options)
+    costs = _costs(endpoints, features)
+    candidates = _candidates(
+        model, eligible, features, bucket, costs, speed, unusable, min_samples, tuning
+    )
+    usable = [c for c in candidates if c.usable]
+    marked = [c for c in candidates if not c.usable]
+    mark_fast_enough(usable, tuning)
+    ranked = restrict_to_listed(_rank(usable, marked, options, rng, exploration_rate), options)
+    if not ranked:
+        raise RoutingError(
+            404,
+            "no_allowed_provider",
+            f"no provider in provider.order can serve this request for model {model.slug} "
+            "and provider.allow_fallbacks is false",
+        )
+    choices = tuple(
+        RouteChoice(c.endpoint, reason, c.cost, c.typical, c.fast_enough) for c, reason in ranked
+    )
+    return RoutePlan(choices, bucket, "customer" if options.is_customer_choice else "smart")

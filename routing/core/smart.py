@@ -1,0 +1,112 @@
+"""Smart routing (R2.3-R2.9): the cheapest endpoint that is fast enough for this
+prompt's size, with exploration of endpoints that have too little data."""
+
+from __future__ import annotations
+
+import random
+
+from .candidate import DEFAULT_TUNING, Candidate, Ranked, SmartTuning, cost_key
+
+CHEAPEST_FAST_ENOUGH = "cheapest fast enough"
+FASTEST_CHEAPER_TOO_SLOW = "fastest: cheaper ones too slow"
+NO_SPEED_DATA = "no speed data: cheapest"
+NO_SPEED_DATA_WITHIN_USUAL_PRICE = "no speed data within usual price: cheapest"
+EXPLORATION = "exploration"
+FALLBACK_FAST_ENOUGH = "fallback: fast enough"
+FALLBACK_TOO_SLOW = "fallback: too slow"
+FALLBACK_NO_SPEED_DATA = "fallback: no speed data"
+FALLBACK_ABOVE_USUAL_PRICE = "fallback: above usual price"
+
+
+def mark_fast_enough(candidates: list[Candidate], tuning: SmartTuning = DEFAULT_TUNING) -> None:
+    """R2.4 over the endpoints that may be picked for speed (measured and R2.9 eligible):
+    fast enough = typical <= ratio x the fastest of them, or under the absolute bound."""
+    measured = [c.typical for c in candidates if c.typical is not None and c.price_eligible]
+    if not measured:
+        return
+    slowest_fast_enough = tuning.fast_enough_ratio * min(measured)
+    under_s = tuning.fast_enough_under_s
+    for candidate in candidates:
+        typical = candidate.typical
+        candidate.fast_enough = (
+            typical is not None
+            and candidate.price_eligible
+            and (typical <= slowest_fast_enough or typical < under_s)
+        )
+
+
+def _fallback_key(candidate: Candidate) -> tuple[bool, bool, float, float, int]:
+    typical = candidate.typical
+    return (
+        not candidate.price_eligible,
+        typical is None,
+        0.0 if typical is None else typical,
+        candidate.cost,
+        candidate.endpoint_id,
+    )
+
+
+def _fallback_reason(candidate: Candidate) -> str:
+    if not candidate.price_eligible:
+        return FALLBACK_ABOVE_USUAL_PRICE
+    return FALLBACK_NO_SPEED_DATA if candidate.typical is None else FALLBACK_TOO_SLOW
+
+
+def _first_reason(first: Candidate, candidates: list[Candidate]) -> str:
+    fastest = min(c.typical for c in candidates if c.fast_enough and c.typical is not None)
+    cheaper_measured = any(c.cost < first.cost and c.typical is not None for c in candidates)
+    if first.typical == fastest and cheaper_measured:
+        return FASTEST_CHEAPER_TOO_SLOW
+    return CHEAPEST_FAST_ENOUGH
+
+
+def rank_smart(candidates: list[Candidate]) -> Ranked:
+    """Order usable candidates (fast_enough already marked), every one exactly once.
+
+    1. cheapest fast-enough endpoint; without any, the cheapest endpoint (R2.8);
+    2. the other fast-enough endpoints, cheapest first;
+    3. the rest: price-eligible before dearer-than-usual, measured before unmeasured,
+       then by typical TTFT, then by cost.
+    """
+    if not candidates:
+        return []
+    by_cost = sorted(candidates, key=cost_key)
+    fast = [c for c in by_cost if c.fast_enough]
+    if fast:
+        ranked: Ranked = [(fast[0], _first_reason(fast[0], candidates))]
+        ranked += [(c, FALLBACK_FAST_ENOUGH) for c in fast[1:]]
+        slow = [c for c in by_cost if not c.fast_enough]
+    else:
+        any_measured = any(c.typical is not None for c in candidates)
+        reason = NO_SPEED_DATA_WITHIN_USUAL_PRICE if any_measured else NO_SPEED_DATA
+        ranked = [(by_cost[0], reason)]
+        slow = by_cost[1:]
+    slow.sort(key=_fallback_key)
+    ranked += [(c, _fallback_reason(c)) for c in slow]
+    return ranked
+
+
+def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float) -> Ranked:
+    """R2.6: with probability ``exploration_rate`` put first a random price-eligible
+    endpoint with too little data in this bucket (other than the normal first choice).
+
+    The rng is only drawn from when such an endpoint exists.
+    """
+    if exploration_rate <= 0 or len(ranked) < 2:
+        return ranked
+    first = ranked[0][0]
+    pool = [c for c, _ in ranked[1:] if c.typical is None and c.price_eligible]
+    if not pool or rng.random() >= exploration_rate:
+        return ranked
+    explored = pool[rng.randrange(len(pool))]
+    rest = [(c, r) for c, r in ranked if c is not explored]
+    first_reason = rest[0][1]
+    rest[0] = (
+        first,
+        first_reason if first_reason.startswith("fallback") else _as_fallback(first_reason),
+    )
+    return [(explored, EXPLORATION), *rest]
+
+
+def _as_fallback(reason: str) -> str:
+    return f"fallback: {reason}"

@@ -1,0 +1,206 @@
+"""Typical time to first token per (endpoint, prompt-size bucket) (R2.1, R2.2).
+
+Rule (R2.2): the typical TTFT of a window is its median. Once the window holds at
+least ``OUTLIER_MIN_SAMPLES`` (10) samples, a *slow outlier* is a sample above
+``OUTLIER_FACTOR`` (3) x the plain median; outliers weigh ``OUTLIER_WEIGHT`` (0.25)
+and the typical value is the weighted median. One bad call therefore cannot drop a
+good provider, while a provider that really became slow (most samples slow) moves
+its median and is no longer an outlier to itself.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from statistics import median
+
+OUTLIER_MIN_SAMPLES = 10
+OUTLIER_FACTOR = 3.0
+OUTLIER_WEIGHT = 0.25
+DEFAULT_WINDOW = 50
+_EPSILON = 1e-12
+
+SpeedKey = tuple[int, str]  # (endpoint_id, bucket)
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedSample:
+    """One measured call: ``t`` = when (clock seconds), ``ttft_s`` = time to first token."""
+
+    t: float
+    ttft_s: float
+    is_probe: bool = False
+
+
+def weighted_median(sorted_values: list[float], weights: list[float]) -> float:
+    """Weighted median of ascending values; equal weights give the plain median."""
+    half = sum(weights) / 2
+    cumulative = 0.0
+    for index, (value, weight) in enumerate(zip(sorted_values, weights, strict=True)):
+        cumulative += weight
+        if cumulative >= half - _EPSILON:
+            if abs(cumulative - half) <= _EPSILON and index + 1 < len(sorted_values):
+                return (value + sorted_values[index + 1]) / 2
+            return value
+    return sorted_values[-1]
+
+
+def typical_ttft(ttfts: Iterable[float]) -> float | None:
+    """R2.2 typical TTFT of a window of samples (None when empty); see module doc."""
+    values = sorted(ttfts)
+    if not values:
+        return None
+    ttft_median = median(values)
+    if len(values) < OUTLIER_MIN_SAMPLES:
+        return ttft_median
+    outlier_above = OUTLIER_FACTOR * ttft_median
+    weights = [OUTLIER_WEIGHT if value > outlier_above else 1.0 for value in values]
+    return weighted_median(values, weights)
+
+
+class SpeedWindow:
+    """Rolling window of the last ``max_samples`` samples, optionally no older than
+    ``max_age_s`` (samples are expected in time order)."""
+
+    __slots__ = ("_samples", "max_age_s")
+
+    def __init__(self, max_samples: int = DEFAULT_WINDOW, max_age_s: float | None = None):
+        self._samples: deque[SpeedSample] = deque(maxlen=max_samples)
+        self.max_age_s = max_age_s
+
+    def add(self, sample: SpeedSample, now: float | None = None) -> None:
+        self._samples.append(sample)
+        if now is not None:
+            self.expire(now)
+
+    def expire(self, now: float) -> bool:
+        """Drop samples older than max_age_s; True if any was dropped."""
+        if self.max_age_s is None:
+            return False
+        oldest_kept = now - self.max_age_s
+        dropped = False
+        while self._samples and self._samples[0].t < oldest_kept:
+            self._samples.popleft()
+            dropped = True
+        return dropped
+
+    def samples(self) -> tuple[SpeedSample, ...]:
+        return tuple(self._samples)
+
+    def typical_ttft(self, now: float | None = None) -> float | None:
+        if now is not None:
+            self.expire(now)
+        return typical_ttft(sample.ttft_s for sample in self._samples)
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedSummary:
+    """Precomputed typical TTFT and sample counts per (endpoint_id, bucket), and
+    optional throughput (output tokens/s) per endpoint. Read-only; cheap to query."""
+
+    typical_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
+    count_by_key: Mapping[SpeedKey, int] = field(default_factory=dict)
+    throughput_by_endpoint: Mapping[int, float] = field(default_factory=dict)
+
+    def typical(self, endpoint_id: int, bucket: str) -> float | None:
+        return self.typical_by_key.get((endpoint_id, bucket))
+
+    def count(self, endpoint_id: int, bucket: str) -> int:
+        return self.count_by_key.get((endpoint_id, bucket), 0)
+
+    def throughput(self, endpoint_id: int) -> float | None:
+        return self.throughput_by_endpoint.get(endpoint_id)
+
+
+def _ttft_values(samples: Iterable[float | SpeedSample], oldest_kept: float | None) -> list[float]:
+    values: list[float] = []
+    for sample in samples:
+        if isinstance(sample, SpeedSample):
+            if oldest_kept is None or sample.t >= oldest_kept:
+                values.append(sample.ttft_s)
+        else:
+            values.append(float(sample))
+    return values
+
+
+def summarise(
+    samples_by_key: Mapping[SpeedKey, Iterable[float | SpeedSample]],
+    throughput_by_endpoint: Mapping[int, float] | None = None,
+    *,
+    now: float | None = None,
+    max_age_s: float | None = None,
+) -> SpeedSummary:
+    """Build a SpeedSummary from raw samples (TTFT seconds or SpeedSample).
+
+    With ``now`` and ``max_age_s``, SpeedSample entries older than max_age_s are
+    ignored (plain floats carry no time and are always kept).
+    """
+    oldest_kept = None if now is None or max_age_s is None else now - max_age_s
+    typical_by_key: dict[SpeedKey, float] = {}
+    count_by_key: dict[SpeedKey, int] = {}
+    for key, samples in samples_by_key.items():
+        values = _ttft_values(samples, oldest_kept)
+        typical = typical_ttft(values)
+        if typical is not None:
+            typical_by_key[key] = typical
+            count_by_key[key] = len(values)
+    return SpeedSummary(typical_by_key, count_by_key, dict(throughput_by_endpoint or {}))
+
+
+class SpeedBook:
+    """Mutable collection of windows (simulator / in-process cache) that keeps a
+    SpeedSummary up to date, recomputing only the keys that changed."""
+
+    def __init__(self, window_size: int = DEFAULT_WINDOW, max_age_s: float | None = None):
+        self.window_size = window_size
+        self.max_age_s = max_age_s
+        self._windows: dict[SpeedKey, SpeedWindow] = {}
+        self._throughput: dict[int, deque[float]] = {}
+        self._typical: dict[SpeedKey, float] = {}
+        self._count: dict[SpeedKey, int] = {}
+        self._dirty: set[SpeedKey] = set()
+        self._summary: SpeedSummary | None = None
+
+    def record(self, endpoint_id: int, bucket: str, sample: SpeedSample) -> None:
+        key = (endpoint_id, bucket)
+        window = self._windows.get(key)
+        if window is None:
+            window = self._windows[key] = SpeedWindow(self.window_size, self.max_age_s)
+        window.add(sample)
+        self._dirty.add(key)
+        self._summary = None
+
+    def record_throughput(self, endpoint_id: int, tokens_per_s: float) -> None:
+        window = self._throughput.setdefault(endpoint_id, deque(maxlen=self.window_size))
+        window.append(tokens_per_s)
+        self._summary = None
+
+    def summary(self, now: float | None = None) -> SpeedSummary:
+        """Current summary; with ``now``, expired samples are dropped first."""
+        if now is not None:
+            for key, window in self._windows.items():
+                if window.expire(now):
+                    self._dirty.add(key)
+        if self._dirty:
+            self._recompute(self._dirty)
+            self._dirty = set()
+            self._summary = None
+        if self._summary is None:
+            throughput = {eid: median(w) for eid, w in self._throughput.items() if w}
+            self._summary = SpeedSummary(dict(self._typical), dict(self._count), throughput)
+        return self._summary
+
+    def _recompute(self, keys: Iterable[SpeedKey]) -> None:
+        for key in keys:
+            window = self._windows[key]
+            typical = window.typical_ttft()
+            if typical is None:
+                self._typical.pop(key, None)
+                self._count.pop(key, None)
+            else:
+                self._typical[key] = typical
+                self._count[key] = len(window)

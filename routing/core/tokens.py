@@ -1,0 +1,94 @@
+"""Prompt and output token estimates without a tokenizer download.
+
+Prompt: for each message, ceil(characters of its text / 4) + 4 (the emulator's
+formula; ``content`` is a string or a list of parts whose "text" fields count).
+Calibrated per model by an exponential moving average of reported / estimated
+prompt tokens, bounded to [0.5, 2.0].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+CHARS_PER_TOKEN = 4
+TOKENS_PER_MESSAGE = 4
+DEFAULT_OUTPUT_TOKENS = 256
+
+
+def content_chars(content: Any) -> int:
+    """Characters of a message's text: a string, or the "text" of a list of parts."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(
+            len(part["text"])
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return 0
+
+
+def message_tokens(message: Mapping[str, Any]) -> int:
+    return math.ceil(content_chars(message.get("content")) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE
+
+
+def _ema(previous: float | None, sample: float, alpha: float) -> float:
+    return sample if previous is None else previous + alpha * (sample - previous)
+
+
+class TokenEstimator:
+    """Raw estimate from characters, calibrated per model by observed usage."""
+
+    def __init__(self, alpha: float = 0.2, min_ratio: float = 0.5, max_ratio: float = 2.0):
+        self.alpha = alpha
+        self.min_ratio = min_ratio
+        self.max_ratio = max_ratio
+        self._ratio_by_model: dict[str, float] = {}
+
+    @staticmethod
+    def estimate(messages: Iterable[Mapping[str, Any]]) -> int:
+        """Raw (uncalibrated) prompt-token estimate."""
+        return sum(message_tokens(message) for message in messages)
+
+    def estimate_for(self, model: str, messages: Iterable[Mapping[str, Any]]) -> int:
+        """Estimate calibrated with the model's observed ratio."""
+        return round(self.estimate(messages) * self.ratio(model))
+
+    def ratio(self, model: str) -> float:
+        """reported / raw estimate for the model (1.0 until observed)."""
+        return self._ratio_by_model.get(model, 1.0)
+
+    def observe(self, model: str, estimated: int, reported: int) -> None:
+        """Record a call: ``estimated`` = the raw estimate(), ``reported`` = the
+        provider's prompt_tokens. The first observation sets the ratio directly."""
+        if estimated <= 0 or reported <= 0:
+            return
+        sample = min(max(reported / estimated, self.min_ratio), self.max_ratio)
+        ratio = _ema(self._ratio_by_model.get(model), sample, self.alpha)
+        self._ratio_by_model[model] = min(max(ratio, self.min_ratio), self.max_ratio)
+
+
+class OutputEstimator:
+    """Recent average completion tokens per (model, bucket), an EMA."""
+
+    def __init__(self, alpha: float = 0.2, default_tokens: int = DEFAULT_OUTPUT_TOKENS):
+        self.alpha = alpha
+        self.default_tokens = default_tokens
+        self._average: dict[tuple[str, str], float] = {}
+
+    def expected(self, model: str, bucket: str, max_tokens: int | None = None) -> int:
+        """Expected completion tokens: the EMA (default when unknown), capped by the
+        request's max_tokens, at least 1."""
+        average = self._average.get((model, bucket), float(self.default_tokens))
+        expected = max(1, math.ceil(average))
+        if max_tokens is not None and max_tokens > 0:
+            expected = min(expected, max_tokens)
+        return expected
+
+    def observe(self, model: str, bucket: str, completion_tokens: int) -> None:
+        if completion_tokens < 0:
+            return
+        key = (model, bucket)
+        self._average[key] = _ema(self._average.get(key), float(completion_tokens), self.alpha)

@@ -1,0 +1,71 @@
+import pytest
+
+from routing.core import UnusableMarks
+
+from .factories import endpoint, ids, plan, speed
+
+
+class FakeClock:
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_marked_endpoint_is_unusable_for_the_window_then_usable():
+    clock = FakeClock(1_000.0)
+    marks = UnusableMarks(clock)
+    marks.mark(7)
+    clock.now = 1_899.0
+    assert not marks.is_usable(7)
+    assert marks.unusable_ids() == frozenset({7})
+    assert marks.usable_ids([5, 7]) == frozenset({5})
+    clock.now = 1_900.0
+    assert marks.is_usable(7)
+    assert marks.unusable_ids() == frozenset()
+
+
+def test_explicit_now_and_window():
+    marks = UnusableMarks()
+    assert marks.mark(1, now=10.0, window_s=60.0) == 70.0
+    assert not marks.is_usable(1, now=69.9)
+    assert marks.is_usable(1, now=70.0)
+
+
+def test_a_new_mark_never_shortens_an_existing_one():
+    marks = UnusableMarks()
+    marks.mark(1, now=0.0, window_s=900.0)
+    marks.mark(1, now=10.0, window_s=60.0)
+    assert not marks.is_usable(1, now=500.0)
+
+
+def test_clear_forgets_a_mark():
+    marks = UnusableMarks()
+    marks.mark(1, now=0.0)
+    marks.clear(1)
+    assert marks.is_usable(1, now=1.0)
+
+
+def test_without_clock_or_now_it_refuses():
+    with pytest.raises(ValueError, match="clock"):
+        UnusableMarks().is_usable(1)
+
+
+def test_unusable_endpoint_is_skipped_and_comes_back_after_fifteen_minutes():
+    clock = FakeClock(0.0)
+    marks = UnusableMarks(clock)
+    cheap_fast = endpoint(1, price_input=0.1)
+    other = endpoint(2, price_input=0.2)
+    speeds = speed({1: 1.0, 2: 1.2})
+    assert ids(plan([cheap_fast, other], speeds, unusable=marks.unusable_ids())) == [1, 2]
+
+    marks.mark(1)  # it refused a call
+    clock.now = 600.0
+    during = plan([cheap_fast, other], speeds, unusable=marks.unusable_ids())
+    assert ids(during) == [2, 1]
+    assert during.choices[1].reason.startswith("last resort")
+    assert not during.choices[1].fast_enough
+
+    clock.now = 900.0
+    assert ids(plan([cheap_fast, other], speeds, unusable=marks.unusable_ids())) == [1, 2]

@@ -1,0 +1,105 @@
+import pytest
+
+from routing.core import RoutingError, RoutingOptions, split_model_suffix
+
+
+def test_no_provider_object_means_defaults_and_smart_routing():
+    options = RoutingOptions.from_request(None, None)
+    assert options == RoutingOptions()
+    assert options.allow_fallbacks is True
+    assert not options.is_customer_choice
+
+
+def test_full_provider_object_is_parsed():
+    options = RoutingOptions.from_request(
+        {
+            "only": ["DeepInfra", " novita "],
+            "ignore": ["chutes"],
+            "order": ["novita", "deepinfra", "novita"],
+            "sort": "latency",
+            "allow_fallbacks": False,
+            "max_price": {"prompt": 1, "completion": 2.5},
+        },
+        None,
+    )
+    assert options.only == ("deepinfra", "novita")
+    assert options.ignore == ("chutes",)
+    assert options.order == ("novita", "deepinfra")  # lower-cased, de-duplicated
+    assert options.sort == "latency"
+    assert options.allow_fallbacks is False
+    assert (options.max_price_prompt, options.max_price_completion) == (1.0, 2.5)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "sort"), [("floor", "price"), (":floor", "price"), (":nitro", "throughput")]
+)
+def test_model_suffix_sets_the_sort(suffix, sort):
+    options = RoutingOptions.from_request(None, suffix)
+    assert options.sort == sort
+    assert options.is_customer_choice
+
+
+def test_suffix_agreeing_with_sort_is_fine():
+    assert RoutingOptions.from_request({"sort": "price"}, ":floor").sort == "price"
+
+
+@pytest.mark.parametrize(
+    ("provider", "suffix", "message"),
+    [
+        ("deepinfra", None, "provider must be an object"),
+        ({"only": "deepinfra"}, None, "provider.only must be a list"),
+        ({"ignore": [1]}, None, "provider.ignore must contain non-empty strings"),
+        ({"order": [""]}, None, "provider.order must contain non-empty strings"),
+        ({"sort": "cheapest"}, None, "provider.sort must be one of"),
+        ({"sort": 1}, None, "provider.sort must be one of"),
+        ({"allow_fallbacks": "false"}, None, "allow_fallbacks must be true or false"),
+        ({"max_price": 1}, None, "max_price must be an object"),
+        ({"max_price": {"prompt": "1"}}, None, "max_price.prompt must be a number"),
+        ({"max_price": {"completion": True}}, None, "max_price.completion must be a number"),
+        ({"max_price": {"prompt": -1}}, None, "must be a finite number >= 0"),
+        ({"max_price": {"request": 0.1}}, None, "unsupported provider.max_price field"),
+        ({"data_collection": "deny"}, None, "unsupported provider option(s): data_collection"),
+        (None, ":free", "unknown model suffix :free"),
+        ({"sort": "latency"}, ":nitro", "contradicts the model suffix"),
+    ],
+)
+def test_invalid_options_are_a_clear_400(provider, suffix, message):
+    with pytest.raises(RoutingError) as caught:
+        RoutingOptions.from_request(provider, suffix)
+    assert caught.value.status == 400
+    assert caught.value.code == "invalid_provider_options"
+    assert message in caught.value.message
+
+
+def test_require_parameters_is_accepted():
+    assert RoutingOptions.from_request({"require_parameters": True}) == RoutingOptions()
+
+
+@pytest.mark.parametrize(
+    ("options", "customer"),
+    [
+        (RoutingOptions(), False),
+        (RoutingOptions(max_price_prompt=1.0), False),
+        (RoutingOptions(allow_fallbacks=False), False),
+        (RoutingOptions(only=("a",)), True),
+        (RoutingOptions(ignore=("a",)), True),
+        (RoutingOptions(order=("a",)), True),
+        (RoutingOptions(sort="price"), True),
+    ],
+)
+def test_smart_routing_runs_unless_the_customer_chose(options, customer):
+    assert options.is_customer_choice is customer
+
+
+@pytest.mark.parametrize(
+    ("model_id", "expected"),
+    [
+        ("deepseek/deepseek-v4.1-flash:floor", ("deepseek/deepseek-v4.1-flash", "floor")),
+        ("deepseek/deepseek-v4.1-flash:nitro", ("deepseek/deepseek-v4.1-flash", "nitro")),
+        ("deepseek/deepseek-v4.1-flash", ("deepseek/deepseek-v4.1-flash", None)),
+        ("vendor/model:free", ("vendor/model:free", None)),
+        (":floor", (":floor", None)),
+    ],
+)
+def test_split_model_suffix(model_id, expected):
+    assert split_model_suffix(model_id) == expected

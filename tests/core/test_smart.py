@@ -1,0 +1,192 @@
+import random
+from collections import Counter
+
+import pytest
+
+from routing.core import ModelInfo, RoutingOptions
+from routing.core.smart import (
+    CHEAPEST_FAST_ENOUGH,
+    EXPLORATION,
+    FALLBACK_ABOVE_USUAL_PRICE,
+    FALLBACK_FAST_ENOUGH,
+    FALLBACK_NO_SPEED_DATA,
+    FALLBACK_TOO_SLOW,
+    FASTEST_CHEAPER_TOO_SLOW,
+    NO_SPEED_DATA,
+    NO_SPEED_DATA_WITHIN_USUAL_PRICE,
+)
+
+from .factories import endpoint, features, ids, plan, reasons, speed
+
+CHEAP = endpoint(1, "cheap", price_input=0.1)
+DEARER = endpoint(2, "dearer", price_input=0.2)
+
+
+@pytest.mark.parametrize(
+    ("cheap_ttft", "dearer_ttft", "first_id", "first_reason"),
+    [
+        (4.0, 2.0, 1, CHEAPEST_FAST_ENOUGH),  # exactly 2x the fastest
+        (4.01, 2.0, 2, FASTEST_CHEAPER_TOO_SLOW),
+        (0.95, 0.3, 1, CHEAPEST_FAST_ENOUGH),  # > 2x but under 1 s
+        (1.0, 0.3, 2, FASTEST_CHEAPER_TOO_SLOW),  # neither within 2x nor under 1 s
+        (0.5, 0.6, 1, CHEAPEST_FAST_ENOUGH),
+    ],
+)
+def test_fast_enough_is_within_2x_of_the_fastest_or_under_one_second(
+    cheap_ttft, dearer_ttft, first_id, first_reason
+):
+    route_plan = plan([CHEAP, DEARER], speed({1: cheap_ttft, 2: dearer_ttft}))
+    assert route_plan.first.endpoint.endpoint_id == first_id
+    assert route_plan.first.reason == first_reason
+    assert route_plan.first.fast_enough
+    assert route_plan.strategy == "smart"
+
+
+def test_cheapest_fast_enough_wins_then_fallbacks_in_documented_order():
+    endpoints = [
+        endpoint(1, price_input=0.10),  # too slow, cheapest
+        endpoint(2, price_input=0.20),  # fast enough
+        endpoint(3, price_input=0.30),  # fast enough
+        endpoint(4, price_input=0.15),  # no data
+        endpoint(5, price_input=0.25),  # too slow, but less so than 1
+        endpoint(6, price_input=0.40),  # fastest
+    ]
+    speeds = speed({1: 10.0, 2: 1.8, 3: 1.5, 5: 5.0, 6: 1.0})
+    route_plan = plan(endpoints, speeds)
+    assert ids(route_plan) == [2, 3, 6, 5, 1, 4]
+    assert reasons(route_plan) == [
+        CHEAPEST_FAST_ENOUGH,
+        FALLBACK_FAST_ENOUGH,
+        FALLBACK_FAST_ENOUGH,
+        FALLBACK_TOO_SLOW,
+        FALLBACK_TOO_SLOW,
+        FALLBACK_NO_SPEED_DATA,
+    ]
+    assert [c.fast_enough for c in route_plan.choices] == [True, True, True, False, False, False]
+    assert route_plan.first.typical_ttft_s == 1.8
+    assert route_plan.choices[-1].typical_ttft_s is None
+
+
+def test_speed_is_per_prompt_size_bucket():
+    # Fast on short prompts, 15 s on long ones: long prompts go elsewhere.
+    speeds = speed({1: 0.5, 2: 0.6}, bucket="<8k")
+    long_speeds = speed({1: 15.0, 2: 1.8}, bucket="32k-128k")
+    merged = type(speeds)(
+        {**speeds.typical_by_key, **long_speeds.typical_by_key},
+        {**speeds.count_by_key, **long_speeds.count_by_key},
+    )
+    assert plan([CHEAP, DEARER], merged, request=features(prompt=1_000)).first.endpoint is CHEAP
+    long_plan = plan([CHEAP, DEARER], merged, request=features(prompt=100_000))
+    assert long_plan.bucket == "32k-128k"
+    assert long_plan.first.endpoint is DEARER
+
+
+@pytest.mark.parametrize(
+    "speeds",
+    [
+        speed({}),
+        speed({1: 0.5, 2: 0.1}, bucket=">128k"),  # data only in another bucket
+        speed({1: 9.0, 2: 0.1}, count=2),  # fewer than min_samples (3)
+    ],
+)
+def test_no_speed_data_sends_to_the_cheapest(speeds):
+    route_plan = plan([DEARER, CHEAP], speeds)
+    assert ids(route_plan) == [1, 2]
+    assert route_plan.first.reason == NO_SPEED_DATA
+    assert route_plan.first.typical_ttft_s is None
+
+
+def _r29_endpoints():
+    return [
+        endpoint(1, price_input=0.1, output=0.0),  # 15 s
+        endpoint(2, price_input=0.2, output=0.0),  # 12 s; usual price = median = this one
+        endpoint(3, price_input=1.0, output=0.0),  # 1 s, dear
+    ]
+
+
+@pytest.mark.parametrize(
+    ("list_price_input", "first_id", "first_reason"),
+    [
+        (2.5, 3, FASTEST_CHEAPER_TOO_SLOW),  # dear one costs 60% below list
+        (2.0, 3, FASTEST_CHEAPER_TOO_SLOW),  # exactly 50% below list
+        (1.5, 1, CHEAPEST_FAST_ENOUGH),  # only 33% below list: not picked for speed
+    ],
+)
+def test_dear_endpoint_is_picked_for_speed_only_when_half_below_list(
+    list_price_input, first_id, first_reason
+):
+    model = ModelInfo("m", list_price_input=list_price_input, list_price_output=0.0)
+    route_plan = plan(_r29_endpoints(), speed({1: 15.0, 2: 12.0, 3: 1.0}), model=model)
+    assert route_plan.first.endpoint.endpoint_id == first_id
+    assert route_plan.first.reason == first_reason
+    if first_id == 1:
+        assert route_plan.choices[-1].endpoint.endpoint_id == 3
+        assert route_plan.choices[-1].reason == FALLBACK_ABOVE_USUAL_PRICE
+
+
+def test_only_dear_endpoints_measured_means_cheapest():
+    model = ModelInfo("m", list_price_input=1.5, list_price_output=0.0)
+    route_plan = plan(_r29_endpoints(), speed({3: 1.0}), model=model)
+    assert route_plan.first.endpoint.endpoint_id == 1
+    assert route_plan.first.reason == NO_SPEED_DATA_WITHIN_USUAL_PRICE
+
+
+def _exploration_setup():
+    endpoints = [endpoint(i, price_input=0.1 * i) for i in range(1, 6)]
+    return endpoints, speed({1: 1.0, 2: 1.1})  # 3, 4, 5 have too little data
+
+
+def test_about_five_percent_of_decisions_explore_an_endpoint_with_too_little_data():
+    endpoints, speeds = _exploration_setup()
+    rng = random.Random(2026)
+    first_ids = Counter()
+    for _ in range(10_000):
+        route_plan = plan(endpoints, speeds, rng=rng, exploration_rate=0.05)
+        if route_plan.first.reason == EXPLORATION:
+            first_ids[route_plan.first.endpoint.endpoint_id] += 1
+            assert route_plan.choices[1].endpoint.endpoint_id == 1
+            assert route_plan.choices[1].reason == f"fallback: {CHEAPEST_FAST_ENOUGH}"
+            assert len(set(route_plan.endpoint_ids)) == 5
+        else:
+            assert route_plan.first.endpoint.endpoint_id == 1
+    assert 300 <= sum(first_ids.values()) <= 700
+    assert set(first_ids) == {3, 4, 5}
+
+
+def test_exploration_skips_unusable_and_dearer_than_usual_endpoints():
+    model = ModelInfo("m", list_price_input=0.6, list_price_output=0.0)
+    endpoints = [endpoint(i, price_input=0.1 * i, output=0.0) for i in range(1, 6)]
+    speeds = speed({1: 1.0})
+    # usual price = 0.3 (median); endpoint 4 and 5 are above it and not 50% below list
+    # (0.3); endpoint 2 is unusable: only endpoint 3 may be explored.
+    for seed in range(50):
+        route_plan = plan(
+            endpoints,
+            speeds,
+            model=model,
+            unusable=frozenset({2}),
+            rng=random.Random(seed),
+            exploration_rate=1.0,
+        )
+        assert route_plan.first.endpoint.endpoint_id == 3
+        assert route_plan.first.reason == EXPLORATION
+
+
+def test_no_exploration_without_candidates_and_rng_untouched():
+    rng = random.Random(5)
+    state = rng.getstate()
+    route_plan = plan([CHEAP, DEARER], speed({1: 1.0, 2: 1.0}), rng=rng, exploration_rate=1.0)
+    assert route_plan.first.reason == CHEAPEST_FAST_ENOUGH
+    assert rng.getstate() == state
+
+
+def test_exploration_rate_zero_never_explores():
+    endpoints, speeds = _exploration_setup()
+    rng = random.Random(1)
+    assert all(plan(endpoints, speeds, rng=rng).first.reason != EXPLORATION for _ in range(2_000))
+
+
+def test_without_fallbacks_smart_routing_returns_only_the_first_choice():
+    route_plan = plan([CHEAP, DEARER], options=RoutingOptions(allow_fallbacks=False))
+    assert ids(route_plan) == [1]
+    assert route_plan.strategy == "smart"

@@ -1,0 +1,99 @@
+"""Smart routing end to end: real calls through the gateway to the emulator teach it
+each endpoint's speed per prompt-size bucket, and its choices follow (R2)."""
+
+import time
+
+import pytest
+from django.conf import settings
+
+from ..support import TEST_MODEL, SubprocessGateway, wait_finished_rows
+
+pytestmark = pytest.mark.django_db(transaction=True)
+LONG = [{"role": "user", "content": "x" * 140_000}]  # ~35k tokens: the 32k-128k bucket
+
+
+def fresh(messages: list[dict]) -> list[dict]:
+    """The same size, a new prefix: no provider has it cached (cache hits prefill faster)."""
+    first = messages[0]
+    return [{**first, "content": f"{time.time_ns()} {first['content']}"}, *messages[1:]]
+
+
+SHORT = [{"role": "user", "content": "hello"}]
+
+
+def _served(client, messages, **provider) -> str:
+    extra = {"provider": provider} if provider else {}
+    reply = client.chat.completions.create(
+        model=TEST_MODEL, messages=messages, max_tokens=2, extra_body=extra
+    )
+    return reply.model_extra["provider"]
+
+
+def _learn_speeds(client, emulator) -> None:
+    """alpha (cheapest) prefills slowly: ~1.8 s at 35k tokens; bravo and charlie are fast.
+    Measure each one three times with customer-pinned calls (real speed samples)."""
+    emulator.control("alpha", prefill_tokens_per_s=20_000)
+    for slug in ("alpha", "bravo", "charlie"):
+        for messages in (LONG, SHORT):
+            for _ in range(3):
+                pinned = {"order": [slug], "allow_fallbacks": False}
+                assert _served(client, fresh(messages), **pinned) == slug
+    wait_finished_rows(18)
+    time.sleep(settings.UBERLLM["SPEED_CACHE_TTL_S"] + 0.1)  # the speed cache refreshes
+
+
+def test_slow_cheapest_loses_long_prompts_keeps_short_ones(client, emulator):
+    assert _served(client, LONG) == "alpha"  # no speed data yet: cheapest (R2.8)
+    _learn_speeds(client, emulator)
+    assert _served(client, LONG) == "bravo"  # alpha too slow here; bravo cheapest fast enough
+    assert _served(client, SHORT) == "alpha"  # short prompts: alpha is fast enough
+
+
+def test_second_gateway_process_sees_what_the_first_learnt(client, emulator, tenant):
+    from openai import OpenAI
+
+    _learn_speeds(client, emulator)
+    second = SubprocessGateway().start()
+    try:
+        with OpenAI(base_url=second.api_url, api_key=tenant.key, max_retries=0) as other:
+            assert _served(other, LONG) == "bravo"
+            assert _served(other, SHORT) == "alpha"
+    finally:
+        second.stop()
+
+
+def test_429_endpoint_skipped_then_tried_again_after_its_window(client, emulator):
+    settings.UBERLLM["UNUSABLE_WINDOW_S"] = 0.5
+    try:
+        emulator.control("alpha", status_override=429)
+        assert _served(client, fresh(SHORT)) == "bravo"
+        assert _served(client, fresh(SHORT)) == "bravo"
+        assert len(emulator.log("alpha")) == 1  # skipped while unusable
+        emulator.control("alpha", status_override=None)
+        time.sleep(0.6)
+        # (a fresh prompt: bravo would hold a repeated one in its cache, and win on price)
+        assert _served(client, fresh(SHORT)) == "alpha"
+    finally:
+        settings.UBERLLM["UNUSABLE_WINDOW_S"] = 900.0
+
+
+def test_conversation_stays_where_its_prefix_is_cached(client, emulator):
+    settings.UBERLLM["UNUSABLE_WINDOW_S"] = 0.3
+    try:
+        system = {"role": "system", "content": "You are a coding agent. " + "ctx " * 20_000}
+        turn1 = [system, {"role": "user", "content": "first question"}]
+        emulator.control("alpha", status_override=503)
+        assert _served(client, turn1) == "bravo"  # alpha down: the conversation starts on bravo
+        emulator.control("alpha", status_override=None)
+        time.sleep(0.4)
+        wait_finished_rows(1)
+        turn2 = [*turn1, {"role": "assistant", "content": "answer"},
+                 {"role": "user", "content": "second question"}]  # fmt: skip
+        # bravo holds ~20k cached tokens: 20k x $0.02 beats alpha's uncached 20k x $0.10.
+        assert _served(client, turn2) == "bravo"
+        assert emulator.log("bravo")[-1]["cached_tokens"] > 15_000
+        other = [{"role": "system", "content": "Another agent. " + "ctx " * 20_000},
+                 {"role": "user", "content": "q"}]  # fmt: skip
+        assert _served(client, other) == "alpha"  # a new conversation: alpha is cheapest
+    finally:
+        settings.UBERLLM["UNUSABLE_WINDOW_S"] = 900.0
