@@ -3,6 +3,7 @@
 See docs/routing.md for the rules as implemented.
 """
 
+from .budget import InMemoryHedgeBudget, budget_day
 from .candidate import DEFAULT_TUNING, SmartTuning
 from .hedge import HedgeDecision, hedge_partner, hedge_policy
 from .marks import UnusableMarks
@@ -39,6 +40,7 @@ __all__ = [
     "EndpointInfo",
     "FailureVerdict",
     "HedgeDecision",
+    "InMemoryHedgeBudget",
     "ModelInfo",
     "OutputEstimator",
     "PrefixCache",
@@ -57,6 +59,7 @@ __all__ = [
     "UnusableMarks",
     "all_attempts_failed",
     "bucket_for",
+    "budget_day",
     "classify_failure",
     "hedge_partner",
     "hedge_policy",
