@@ -33,7 +33,7 @@ run: migrate
 test: dev-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(PY) -m pytest
+	$(PY) -m pytest -q
 
 lint: dev-deps
 	$(VENV)/bin/ruff check .
