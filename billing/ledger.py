@@ -28,6 +28,8 @@ class AttemptResult:
     error_message: str = ""
     ttft_ms: int | None = None
     duration_ms: int | None = None
+    hedge_leg: bool = False
+    platform_cost_usd: Decimal = Decimal(0)
 
 
 @dataclass(slots=True)
@@ -51,6 +53,8 @@ class CallResult:
     routing_reason: str = ""
     prompt_bucket: str = ""
     error_message: str = ""
+    hedged: bool = False
+    hedge_cost_usd: Decimal = Decimal(0)
     attempts: list[AttemptResult] = field(default_factory=list)
 
 
@@ -90,6 +94,8 @@ def _attempt_rows(activity: Activity, attempts: list[AttemptResult]) -> list[Att
             reason=a.reason[:128],
             ttft_ms=a.ttft_ms,
             duration_ms=a.duration_ms,
+            hedge_leg=a.hedge_leg,
+            platform_cost_usd=a.platform_cost_usd,
         )
         for a in attempts
     ]
@@ -105,6 +111,7 @@ def activity_finish(result: CallResult) -> bool:
         "status", "http_status", "endpoint_id", "provider_slug", "prompt_tokens",
         "cached_tokens", "completion_tokens", "cost_usd", "usage_estimated", "prices",
         "ttft_ms", "total_ms", "routing_strategy", "routing_reason", "prompt_bucket",
+        "hedged", "hedge_cost_usd",
     ):  # fmt: skip
         setattr(activity, name, getattr(result, name))
     activity.error_message = result.error_message[:2000]

@@ -96,6 +96,9 @@ class Activity(models.Model):
     ttft_ms = models.PositiveIntegerField(null=True, blank=True)
     total_ms = models.PositiveIntegerField(null=True, blank=True)
     attempt_count = models.PositiveSmallIntegerField(default=0)
+    # R3: a second provider raced this call; the loser's cost went to the hedge budget.
+    hedged = models.BooleanField(default=False)
+    hedge_cost_usd = models.DecimalField(max_digits=20, decimal_places=10, default=Decimal(0))
     routing_strategy = models.CharField(max_length=16, blank=True)
     routing_reason = models.CharField(max_length=128, blank=True)
     prompt_bucket = models.CharField(max_length=16, blank=True)
@@ -130,6 +133,11 @@ class Attempt(models.Model):
     reason = models.CharField(max_length=128, blank=True)
     ttft_ms = models.PositiveIntegerField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    hedge_leg = models.BooleanField(default=False)
+    # What this attempt cost the platform (a hedge loser's cost; never billed).
+    platform_cost_usd = models.DecimalField(
+        max_digits=20, decimal_places=10, default=Decimal(0)
+    )
 
     class Meta:
         ordering = ["attempt_no"]

@@ -39,6 +39,7 @@ class RoutingDecision:
     prompt_tokens: int
     raw_prompt_tokens: int
     prefix_hashes: PrefixHashes
+    cached_tokens: dict[int, int]
 
 
 def prefixes_to_check(hashes: PrefixHashes) -> PrefixHashes:
@@ -100,4 +101,4 @@ async def plan_request(
         )
     except RoutingError as exc:
         raise GatewayError(exc.status, exc.message, code=exc.code) from None
-    return RoutingDecision(plan, prompt_tokens, raw, hashes)
+    return RoutingDecision(plan, prompt_tokens, raw, hashes, cached)

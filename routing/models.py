@@ -1,5 +1,7 @@
 """What routing learns and keeps in the shared database."""
 
+from decimal import Decimal
+
 from django.db import models
 
 
@@ -25,3 +27,50 @@ class SpeedSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint_id} {self.bucket} {self.ttft_ms} ms"
+
+
+class HedgeBudgetDay(models.Model):
+    """The hedge budget of one UTC day (R3.4), shared by every gateway process.
+
+    Spending is one conditional UPDATE (``spent + x <= budget``), atomic on PostgreSQL and
+    SQLite alike; a new day is a new row, so a restart can neither reset it early nor
+    spend it twice.
+    """
+
+    day = models.DateField(unique=True)
+    budget_usd = models.DecimalField(max_digits=14, decimal_places=6)
+    spent_usd = models.DecimalField(max_digits=20, decimal_places=10, default=Decimal(0))
+    hedges = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-day"]
+
+    def __str__(self) -> str:
+        return f"{self.day}: {self.spent_usd} of {self.budget_usd} USD"
+
+
+class ProbeResult(models.Model):
+    """One probe (R5): a max_tokens=1 streaming call at a set prompt size. Its cost is
+    platform cost, never billed. (cycle, endpoint, size) is unique: a cycle run twice
+    probes nothing twice."""
+
+    cycle = models.BigIntegerField()
+    endpoint = models.ForeignKey(
+        "providers.Endpoint", on_delete=models.CASCADE, related_name="probe_results"
+    )
+    prompt_tokens = models.PositiveIntegerField()
+    status = models.CharField(max_length=32)
+    ttft_ms = models.PositiveIntegerField(null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=20, decimal_places=10, default=Decimal(0))
+    error_message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cycle", "endpoint", "prompt_tokens"], name="unique_probe_per_cycle"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"probe {self.endpoint_id} @{self.prompt_tokens}: {self.status}"

@@ -66,6 +66,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         prompt_tokens_estimate=decision.prompt_tokens,
         raw_prompt_tokens=decision.raw_prompt_tokens,
         prefix_hashes=decision.prefix_hashes,
+        cached_tokens=decision.cached_tokens,
         created_at=timezone.now(),
     )
     state.open_ledger_row()

@@ -175,6 +175,21 @@ UBERLLM = {
     "SPEED_MAX_AGE_S": env.float("UBERLLM_SPEED_MAX_AGE_S", default=6 * 3600.0),
     # Namespace of keys in the shared store (Redis), so test runs cannot collide.
     "SHARED_KEY_PREFIX": env("UBERLLM_SHARED_KEY_PREFIX", default="ullm"),
+    # R3 hedging of long streaming prompts: wait before the second leg (32k-128k), the
+    # size thresholds, and the daily budget (USD) that pays for the cancelled legs.
+    "HEDGE_DELAY_S": env.float("UBERLLM_HEDGE_DELAY_S", default=1.0),
+    "HEDGE_DELAYED_FROM_TOKENS": env.int("UBERLLM_HEDGE_DELAYED_FROM_TOKENS", default=32_000),
+    "HEDGE_IMMEDIATE_FROM_TOKENS": env.int("UBERLLM_HEDGE_IMMEDIATE_FROM_TOKENS", default=128_000),
+    "HEDGE_DAILY_BUDGET_USD": env.float("UBERLLM_HEDGE_DAILY_BUDGET_USD", default=5.0),
+    # While no first token has arrived, answer 200 after this long and keep the stream
+    # alive with SSE comments (": PROCESSING") every KEEPALIVE_INTERVAL_S.
+    "KEEPALIVE_AFTER_S": env.float("UBERLLM_KEEPALIVE_AFTER_S", default=2.0),
+    "KEEPALIVE_INTERVAL_S": env.float("UBERLLM_KEEPALIVE_INTERVAL_S", default=3.0),
+    # R5 probes: period, prompt sizes (tokens), concurrency and timeout per probe.
+    "PROBE_PERIOD_S": env.float("UBERLLM_PROBE_PERIOD_S", default=300.0),
+    "PROBE_SIZES": env.list("UBERLLM_PROBE_SIZES", cast=int, default=[20_000, 60_000, 150_000]),
+    "PROBE_CONCURRENCY": env.int("UBERLLM_PROBE_CONCURRENCY", default=4),
+    "PROBE_TIMEOUT_S": env.float("UBERLLM_PROBE_TIMEOUT_S", default=90.0),
     # In-process caches in front of the shared stores (seconds).
     "CATALOG_CACHE_TTL_S": env.float("UBERLLM_CATALOG_CACHE_TTL_S", default=5.0),
     "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),

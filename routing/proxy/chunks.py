@@ -30,7 +30,10 @@ class ChunkRewriter:
     ``include_usage``, or the reply is assembled into one non-streaming response).
     """
 
-    __slots__ = ("finished", "keep_usage", "route", "saw_token", "state", "upstream_error")
+    __slots__ = (
+        "completion_chunks", "finished", "keep_usage", "route", "saw_token", "state",
+        "upstream_error",
+    )  # fmt: skip
 
     def __init__(self, state: CallState, route: EndpointRoute) -> None:
         self.state = state
@@ -38,6 +41,7 @@ class ChunkRewriter:
         self.keep_usage = state.chat.include_usage or not state.chat.stream
         self.saw_token = False
         self.finished = False
+        self.completion_chunks = 0  # content chunks seen: the estimate if usage never comes
         self.upstream_error: str | None = None
 
     def _track(self, choices: list[dict[str, Any]]) -> None:
@@ -45,21 +49,20 @@ class ChunkRewriter:
             delta = choice.get("delta") or {}
             if delta.get("content") or delta.get("tool_calls") or delta.get("refusal"):
                 self.saw_token = True
-                self.state.completion_chunks += 1
+                self.completion_chunks += 1
             if choice.get("finish_reason"):
                 self.saw_token = True
                 self.finished = True
 
     def _usage(self, chunk: dict[str, Any], usage: dict[str, Any]) -> bool:
         """Record usage; returns whether the chunk should still be sent."""
-        self.state.served = self.route
         self.state.usage = usage
         if not self.keep_usage:
             if not chunk.get("choices"):
                 return False
             del chunk["usage"]
             return True
-        usage["cost"] = float(self.state.cost()[0])
+        usage["cost"] = float(self.state.cost(self.route)[0])
         return True
 
     def rewrite(self, data: str) -> dict[str, Any] | None:

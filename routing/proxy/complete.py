@@ -16,24 +16,24 @@ from ..catalog import EndpointRoute
 from ..core.types import RouteChoice
 from ..errors import GatewayError
 from .assemble import CompletionAssembler
-from .attempts import run_attempts
+from .race import Opener
 from .state import CallState
-from .stream import open_attempt, rest_of_stream
+from .stream import adopt, open_attempt, rest_of_stream
 
 
-async def _whole_reply(state: CallState, route: EndpointRoute, attempt: AttemptResult) -> dict:
-    stream, rewriter, pending = await open_attempt(state, route, attempt)
+async def _whole_reply(state: CallState, route: EndpointRoute, attempt: AttemptResult):
+    opened = await open_attempt(state, route, attempt)
     assembler = CompletionAssembler()
     try:
-        for chunk in pending:
+        for chunk in opened.pending:
             assembler.add(chunk)
-        async for chunk in rest_of_stream(stream, rewriter):
+        async for chunk in rest_of_stream(opened.stream, opened.rewriter):
             assembler.add(chunk)
     finally:
-        await asyncio.shield(stream.aclose())
+        await asyncio.shield(opened.aclose())
     attempt.outcome = "success"
     attempt.duration_ms = state.elapsed_ms()
-    return assembler.completion()
+    return opened, assembler.completion()
 
 
 async def complete_response(state: CallState) -> HttpResponse:
@@ -41,13 +41,14 @@ async def complete_response(state: CallState) -> HttpResponse:
         return await _whole_reply(state, route, attempt)
 
     try:
-        body = await run_attempts(state, try_one)
+        opened, body = await Opener(state, try_one, hedge=False).run()
     except GatewayError as exc:
         state.finish("error", exc.status, exc.message)
         return exc.response()
     except asyncio.CancelledError:
         state.finish("cancelled", 499, "client disconnected")
         raise
+    adopt(state, opened)
     if not body["usage"]:
         _, prompt, cached, completion, _ = state.cost()
         body["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,

@@ -7,6 +7,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -35,16 +36,19 @@ class CallState:
     prompt_tokens_estimate: int
     raw_prompt_tokens: int
     prefix_hashes: list[tuple[str, int]]
+    cached_tokens: dict[int, int]
     created_at: datetime
     started: float = field(default_factory=time.perf_counter)
     attempts: list[AttemptResult] = field(default_factory=list)
     served: EndpointRoute | None = None
     served_choice: RouteChoice | None = None
     usage: dict[str, Any] | None = None
-    completion_chunks: int = 0
+    rewriter: Any = None  # the serving attempt's ChunkRewriter
     ttft_ms: int | None = None
     open_task: asyncio.Task | None = None
     finished: bool = False
+    hedged: bool = False
+    hedge_cost_usd: Decimal = Decimal(0)
 
     def open_ledger_row(self) -> None:
         """Insert the pending Activity row beside the upstream call (off the hot path)."""
@@ -82,13 +86,16 @@ class CallState:
                 int(self.usage.get("completion_tokens") or 0),
                 False,
             )
-        return self.prompt_tokens_estimate, 0, self.completion_chunks, True
+        chunks = self.rewriter.completion_chunks if self.rewriter is not None else 0
+        return self.prompt_tokens_estimate, 0, chunks, True
 
-    def cost(self) -> tuple[Any, int, int, int, bool]:
+    def cost(self, route: EndpointRoute | None = None) -> tuple[Any, int, int, int, bool]:
+        """(USD, prompt, cached, completion, estimated) at ``route`` (default: serving)."""
         prompt, cached, completion, estimated = self.usage_numbers()
-        assert self.served is not None
+        route = route or self.served
+        assert route is not None
         cost = call_cost(
-            prices=self.served.prices,
+            prices=route.prices,
             prompt_tokens=prompt,
             cached_tokens=cached,
             completion_tokens=completion,
@@ -105,6 +112,8 @@ class CallState:
             routing_strategy=self.plan.strategy,
             prompt_bucket=self.plan.bucket,
             error_message=error,
+            hedged=self.hedged,
+            hedge_cost_usd=self.hedge_cost_usd,
             attempts=list(self.attempts),
         )
         # A stream cut or cancelled after its first token was served: the provider

@@ -1,8 +1,12 @@
-"""Streaming path: open the upstream stream (with retries) up to its first token, then relay.
+"""Streaming path: open the upstream stream (retries and hedging) up to its first token,
+then relay.
 
 Nothing reaches the customer before an upstream has produced its first token, so any
-failure until then is retried on the next endpoint (R4). After that, a failure ends
-the stream with an error chunk, never a silent clean end.
+failure until then is retried on the next endpoint (R4). If that takes longer than
+``KEEPALIVE_AFTER_S`` (a long prefill), the response starts anyway and SSE comments
+(``: PROCESSING``) keep it alive until the first token; a failure from then on, like
+any failure after the first byte, ends the stream with an error chunk, never a silent
+clean end.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
@@ -20,11 +25,25 @@ from providers.upstream import UpstreamCall, UpstreamError, UpstreamStream, open
 from ..catalog import EndpointRoute
 from ..core.types import RouteChoice
 from ..errors import GatewayError
-from .attempts import run_attempts
 from .chunks import ChunkRewriter, encode, error_chunk
+from .race import Opener
 from .state import CallState
 
 DONE = b"data: [DONE]\n\n"
+KEEPALIVE = b": PROCESSING\n\n"
+
+
+@dataclass(slots=True)
+class Opened:
+    """An upstream stream that has produced its first token."""
+
+    stream: UpstreamStream
+    rewriter: ChunkRewriter
+    pending: list[dict]
+    attempt: AttemptResult
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
 
 
 async def _first_token(stream: UpstreamStream, rewriter: ChunkRewriter) -> list[dict]:
@@ -43,14 +62,12 @@ async def _first_token(stream: UpstreamStream, rewriter: ChunkRewriter) -> list[
             return pending
 
 
-async def open_attempt(state: CallState, route: EndpointRoute, attempt: AttemptResult):
+async def open_attempt(state: CallState, route: EndpointRoute, attempt: AttemptResult) -> Opened:
     """Open the upstream stream and read up to its first token (the attempt's TTFT).
 
-    Returns (stream, rewriter, chunks so far); raises UpstreamError on any failure, with
-    the stream closed.
+    Raises UpstreamError on any failure, always with the stream closed.
     """
     rewriter = ChunkRewriter(state, route)
-    state.usage, state.completion_chunks = None, 0  # nothing of a failed attempt counts
     started = time.perf_counter()
     call = UpstreamCall(route.url, state.upstream_body(route), route.authorization)
     stream: UpstreamStream | None = None
@@ -67,8 +84,13 @@ async def open_attempt(state: CallState, route: EndpointRoute, attempt: AttemptR
             await asyncio.shield(stream.aclose())
         raise
     attempt.ttft_ms = int((time.perf_counter() - started) * 1000)
+    return Opened(stream, rewriter, pending, attempt)
+
+
+def adopt(state: CallState, opened: Opened) -> None:
+    """The winning attempt serves the request."""
+    state.rewriter = opened.rewriter
     state.ttft_ms = state.elapsed_ms()
-    return stream, rewriter, pending
 
 
 async def rest_of_stream(stream: UpstreamStream, rewriter: ChunkRewriter):
@@ -85,50 +107,78 @@ async def rest_of_stream(stream: UpstreamStream, rewriter: ChunkRewriter):
         raise UpstreamError("protocol", "upstream stream was cut before it finished")
 
 
-async def _relay(state: CallState, attempt: AttemptResult, opened: tuple) -> AsyncIterator[bytes]:
-    stream, rewriter, pending = opened
+async def _relay(state: CallState, opened: Opened) -> AsyncIterator[bytes]:
     status, http_status, error = "cancelled", 499, "client disconnected"
     try:
-        for chunk in pending:
+        for chunk in opened.pending:
             yield encode(chunk)
-        async for chunk in rest_of_stream(stream, rewriter):
+        async for chunk in rest_of_stream(opened.stream, opened.rewriter):
             yield encode(chunk)
         yield DONE
         status, http_status, error = "success", 200, ""
     except UpstreamError as exc:
         status, http_status, error = "error", 502, exc.message
-        attempt.error_message = exc.message
+        opened.attempt.error_message = exc.message
         yield error_chunk(state, exc.message)
     except Exception as exc:  # a bug must still end the stream visibly and finish the row
         status, http_status, error = "error", 502, f"gateway error: {exc.__class__.__name__}"
         yield error_chunk(state, error)
     finally:
-        attempt.outcome = {"success": "success", "error": "cut"}.get(status, "cancelled")
-        attempt.duration_ms = state.elapsed_ms()
-        await asyncio.shield(stream.aclose())
+        opened.attempt.outcome = {"success": "success", "error": "cut"}.get(status, "cancelled")
+        opened.attempt.duration_ms = state.elapsed_ms()
+        await asyncio.shield(opened.aclose())
         # A stream that failed after its first byte was still served (and partly billed).
         state.finish(status, http_status, error)
 
 
-async def stream_response(state: CallState) -> HttpResponse:
-    """Open upstream with retries; answer an error, or a streaming response."""
-
-    async def try_one(choice: RouteChoice, route: EndpointRoute, attempt: AttemptResult):
-        return await open_attempt(state, route, attempt)
-
+async def _wait_then_relay(state: CallState, opening: asyncio.Task) -> AsyncIterator[bytes]:
+    """Keep-alive comments until the opening finishes, then its stream or an error chunk."""
+    interval = settings.UBERLLM["KEEPALIVE_INTERVAL_S"]
     try:
-        opened = await run_attempts(state, try_one)
+        while not opening.done():
+            yield KEEPALIVE
+            await asyncio.wait({opening}, timeout=interval)
+        opened = opening.result()
     except GatewayError as exc:
         state.finish("error", exc.status, exc.message)
-        return exc.response()
-    except asyncio.CancelledError:
+        yield error_chunk(state, exc.message)
+        return
+    except BaseException:
+        opening.cancel()
         state.finish("cancelled", 499, "client disconnected before the first token")
         raise
-    attempt = state.attempts[-1]
-    response = StreamingHttpResponse(
-        _relay(state, attempt, opened), content_type="text/event-stream"
-    )
+    adopt(state, opened)
+    async for data in _relay(state, opened):
+        yield data
+
+
+def _streaming(body: AsyncIterator[bytes], state: CallState) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(body, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     response["X-Generation-Id"] = state.request_id
     return response
+
+
+async def stream_response(state: CallState) -> HttpResponse:
+    """Open upstream (retries, hedging); answer an error or a streaming response."""
+
+    async def try_one(choice: RouteChoice, route: EndpointRoute, attempt: AttemptResult):
+        return await open_attempt(state, route, attempt)
+
+    opening = asyncio.ensure_future(Opener(state, try_one, hedge=True).run())
+    try:
+        await asyncio.wait({opening}, timeout=settings.UBERLLM["KEEPALIVE_AFTER_S"])
+    except asyncio.CancelledError:
+        opening.cancel()
+        state.finish("cancelled", 499, "client disconnected before the first token")
+        raise
+    if not opening.done():
+        return _streaming(_wait_then_relay(state, opening), state)
+    try:
+        opened = opening.result()
+    except GatewayError as exc:
+        state.finish("error", exc.status, exc.message)
+        return exc.response()
+    adopt(state, opened)
+    return _streaming(_relay(state, opened), state)

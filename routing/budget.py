@@ -1,0 +1,62 @@
+"""The daily hedge budget (R3.4) in the shared database: one row per UTC day.
+
+Reserving is a single conditional UPDATE, so any number of gateway processes share the
+budget without overspending it. The amounts follow the pure rules of
+``routing.core.budget`` (reserve the estimate first, settle with the real cost).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import F
+
+from uberllm.aio import db_call
+
+from .models import HedgeBudgetDay
+
+
+def utc_today() -> date:
+    return datetime.now(UTC).date()
+
+
+def hedge_budget_open_day(day: date | None = None) -> HedgeBudgetDay:
+    """The day's row, created with the configured budget if it does not exist yet."""
+    budget = Decimal(str(settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"]))
+    row, _ = HedgeBudgetDay.objects.get_or_create(
+        day=day or utc_today(), defaults={"budget_usd": budget}
+    )
+    return row
+
+
+def hedge_budget_try_reserve(amount: Decimal, day: date | None = None) -> bool:
+    """Reserve ``amount`` USD today if the budget left covers it (atomic, all or nothing)."""
+    row = hedge_budget_open_day(day)
+    updated = HedgeBudgetDay.objects.filter(
+        id=row.id, spent_usd__lte=F("budget_usd") - amount
+    ).update(spent_usd=F("spent_usd") + amount, hedges=F("hedges") + 1)
+    return updated == 1
+
+
+def hedge_budget_replace(reserved: Decimal, actual: Decimal, day: date | None = None) -> None:
+    """Replace a reservation by the real cost (never below zero)."""
+    HedgeBudgetDay.objects.filter(day=day or utc_today()).update(
+        spent_usd=F("spent_usd") - reserved + min(actual, reserved)
+    )
+
+
+def hedge_budget_remaining(day: date | None = None) -> Decimal:
+    row = hedge_budget_open_day(day)
+    return max(Decimal(0), row.budget_usd - row.spent_usd)
+
+
+async def hedge_budget_reserve(amount: Decimal) -> bool:
+    if settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"] <= 0:
+        return False
+    return await db_call(hedge_budget_try_reserve)(amount)
+
+
+async def hedge_budget_settle(reserved: Decimal, actual: Decimal) -> None:
+    await db_call(hedge_budget_replace)(reserved, actual)
