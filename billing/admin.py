@@ -1,6 +1,14 @@
+from datetime import timedelta
+from decimal import Decimal
+
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.template.response import TemplateResponse
+from django.urls import path
 
 from .models import Activity, ApiKey, Attempt, Membership, Organisation
+from .selectors import month_start, organisation_spend
+from .templatetags.dashboard import usd
 
 
 class MembershipInline(admin.TabularInline):
@@ -10,8 +18,59 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Organisation)
 class OrganisationAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "created_at")
+    """Organisations with their spend (read-only columns) and a staff spend report."""
+
+    list_display = (
+        "slug", "name", "created_at", "calls", "spend_month_usd", "spend_total_usd",
+        "last_call_at",
+    )  # fmt: skip
+    search_fields = ("slug", "name")
     inlines = [MembershipInline]
+
+    def get_queryset(self, request):
+        return organisation_spend().order_by("slug")
+
+    @admin.display(description="calls", ordering="calls")
+    def calls(self, obj) -> int:
+        return obj.calls
+
+    @admin.display(description="spend this month (USD)", ordering="spend_month")
+    def spend_month_usd(self, obj) -> str:
+        return usd(obj.spend_month)
+
+    @admin.display(description="spend all time (USD)", ordering="spend_total")
+    def spend_total_usd(self, obj) -> str:
+        return usd(obj.spend_total)
+
+    @admin.display(description="last call", ordering="last_call_at")
+    def last_call_at(self, obj):
+        return obj.last_call_at
+
+    def get_urls(self):
+        spend = self.admin_site.admin_view(self.spend_view)
+        return [path("spend/", spend, name="billing_organisation_spend"), *super().get_urls()]
+
+    def spend_view(self, request):
+        """All organisations' spend: this month, last month, all time (UTC months)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        rows = list(organisation_spend().order_by("-spend_month", "-spend_total", "slug"))
+        totals = {
+            name: sum((getattr(row, name) for row in rows), Decimal(0))
+            for name in ("spend_month", "spend_last_month", "spend_total")
+        }
+        totals["calls"] = sum(row.calls for row in rows)
+        this_month = month_start()
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Spend by organisation",
+            "opts": self.model._meta,
+            "rows": rows,
+            "totals": totals,
+            "this_month": this_month,
+            "last_month": month_start(this_month - timedelta(days=1)),
+        }
+        return TemplateResponse(request, "admin/billing/organisation/spend.html", context)
 
 
 @admin.register(ApiKey)

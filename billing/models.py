@@ -107,7 +107,10 @@ class Activity(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["organisation", "-created_at"])]
+        indexes = [
+            models.Index(fields=["organisation", "-created_at"]),
+            models.Index(fields=["api_key", "created_at"]),  # a key's monthly spend
+        ]
         verbose_name_plural = "activities"
 
     def __str__(self) -> str:
@@ -135,9 +138,7 @@ class Attempt(models.Model):
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     hedge_leg = models.BooleanField(default=False)
     # What this attempt cost the platform (a hedge loser's cost; never billed).
-    platform_cost_usd = models.DecimalField(
-        max_digits=20, decimal_places=10, default=Decimal(0)
-    )
+    platform_cost_usd = models.DecimalField(max_digits=20, decimal_places=10, default=Decimal(0))
 
     class Meta:
         ordering = ["attempt_no"]

@@ -4,15 +4,25 @@ every queryset of tenant data starts from ``for_organisation``.
 
 from __future__ import annotations
 
+import statistics
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, DecimalField, Max, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, TruncDate
 from django.http import Http404
 
 from .models import Activity, ApiKey, Membership, Organisation
 
 TENANT_MODELS = {Activity: "organisation_id", ApiKey: "organisation_id",
                  Membership: "organisation_id"}  # fmt: skip
+
+# The prompt-size buckets of the routing core, in size order (see product.md).
+PROMPT_BUCKETS = ("<8k", "8k-32k", "32k-128k", ">128k")
+_ZERO_USD = Value(Decimal(0), output_field=DecimalField(max_digits=20, decimal_places=10))
 
 
 def for_organisation(model, organisation_id: int) -> QuerySet:
@@ -23,21 +33,67 @@ def for_organisation(model, organisation_id: int) -> QuerySet:
 
 
 def organisation_for_user(user) -> Organisation | None:
-    membership = Membership.objects.filter(user=user).select_related("organisation").first()
+    membership = membership_for_user(user)
     return membership.organisation if membership else None
 
 
 def membership_for_user(user) -> Membership | None:
-    return Membership.objects.filter(user=user).select_related("organisation").first()
+    memberships = Membership.objects.filter(user=user).select_related("organisation")
+    return memberships.order_by("id").first()
 
 
-def activity_list(*, organisation_id: int) -> QuerySet:
-    return for_organisation(Activity, organisation_id).select_related("api_key")
+def month_start(now: datetime | None = None) -> datetime:
+    """Midnight UTC on the first day of ``now``'s calendar month (UTC)."""
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def day_start(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+# --- Activity -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityFilters:
+    """Validated filters of the Activity page (all optional; dates are UTC days)."""
+
+    date_from: date | None = None
+    date_to: date | None = None
+    model: str = ""
+    provider: str = ""
+    api_key_id: int | None = None
+    status: str = ""
+    request_id: str = ""
+
+
+def activity_list(*, organisation_id: int, filters: ActivityFilters | None = None) -> QuerySet:
+    queryset = for_organisation(Activity, organisation_id).select_related("api_key")
+    if filters is None:
+        return queryset
+    if filters.date_from:
+        queryset = queryset.filter(created_at__gte=day_start(filters.date_from))
+    if filters.date_to:  # inclusive: up to the end of that day
+        queryset = queryset.filter(created_at__lt=day_start(filters.date_to) + timedelta(days=1))
+    if filters.model:
+        queryset = queryset.filter(model_slug=filters.model)
+    if filters.provider:
+        queryset = queryset.filter(provider_slug=filters.provider)
+    if filters.api_key_id is not None:
+        # The queryset is already scoped: another organisation's key id matches nothing.
+        queryset = queryset.filter(api_key_id=filters.api_key_id)
+    if filters.status:
+        queryset = queryset.filter(status=filters.status)
+    if filters.request_id:
+        queryset = queryset.filter(request_id=filters.request_id)
+    return queryset
 
 
 def activity_get(*, organisation_id: int, request_id: str) -> Activity:
     activity = (
         for_organisation(Activity, organisation_id)
+        .select_related("api_key")
         .prefetch_related("attempts")
         .filter(request_id=request_id)
         .first()
@@ -48,7 +104,7 @@ def activity_get(*, organisation_id: int, request_id: str) -> Activity:
 
 
 def activity_totals(queryset: QuerySet) -> dict:
-    totals = queryset.aggregate(
+    totals = queryset.order_by().aggregate(
         calls=Count("id"),
         cost=Sum("cost_usd"),
         prompt=Sum("prompt_tokens"),
@@ -56,11 +112,144 @@ def activity_totals(queryset: QuerySet) -> dict:
         completion=Sum("completion_tokens"),
     )
     totals["cost"] = totals["cost"] or Decimal(0)
+    for name in ("prompt", "cached", "completion"):
+        totals[name] = totals[name] or 0
     return totals
 
 
-def api_key_list(*, organisation_id: int) -> QuerySet:
-    return for_organisation(ApiKey, organisation_id)
+def activity_filter_choices(*, organisation_id: int) -> dict[str, list[str]]:
+    """The models and providers this organisation's calls used (for the filter menus)."""
+    rows = for_organisation(Activity, organisation_id).order_by()
+    models = rows.values_list("model_slug", flat=True).distinct()
+    providers = rows.exclude(provider_slug="").values_list("provider_slug", flat=True).distinct()
+    return {"models": sorted(models), "providers": sorted(providers)}
+
+
+CSV_COLUMNS = (
+    "request_id", "created_at_utc", "model", "provider", "api_key", "status", "http_status",
+    "stream", "input_tokens", "cached_tokens", "output_tokens", "usage_estimated", "cost_usd",
+    "ttft_ms", "total_ms", "attempts", "hedged", "routing_strategy", "routing_reason",
+    "prompt_bucket", "error",
+)  # fmt: skip
+
+
+def activity_csv_rows(queryset: QuerySet, *, chunk_size: int = 2000) -> Iterator[list]:
+    """The rows of ``queryset`` for the CSV export, newest first, read in chunks by keyset
+    (created_at, id) so memory stays flat however many rows match."""
+    queryset = queryset.order_by("-created_at", "-id").values_list(
+        "id", "request_id", "created_at", "model_slug", "provider_slug", "api_key__name",
+        "status", "http_status", "stream", "prompt_tokens", "cached_tokens",
+        "completion_tokens", "usage_estimated", "cost_usd", "ttft_ms", "total_ms",
+        "attempt_count", "hedged", "routing_strategy", "routing_reason", "prompt_bucket",
+        "error_message",
+    )  # fmt: skip
+    after: tuple[datetime, int] | None = None
+    while True:
+        chunk = queryset
+        if after is not None:
+            created_at, pk = after
+            chunk = chunk.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=pk))
+        rows = list(chunk[:chunk_size])
+        for row in rows:
+            pk, request_id, created_at, *rest = row
+            yield [request_id, created_at.astimezone(UTC).isoformat(), *rest]
+        if len(rows) < chunk_size:
+            return
+        after = (rows[-1][2], rows[-1][0])
+
+
+# --- Usage ----------------------------------------------------------------------------
+
+
+def usage_per_day(queryset: QuerySet, *, date_from: date, date_to: date) -> list[dict]:
+    """Calls, tokens and spend per UTC day from ``date_from`` to ``date_to`` (inclusive),
+    days without calls included as zeros."""
+    grouped = (
+        queryset.order_by()
+        .annotate(day=TruncDate("created_at", tzinfo=UTC))
+        .values("day")
+        .annotate(
+            calls=Count("id"),
+            cost=Coalesce(Sum("cost_usd"), _ZERO_USD),
+            prompt=Coalesce(Sum("prompt_tokens"), 0),
+            cached=Coalesce(Sum("cached_tokens"), 0),
+            completion=Coalesce(Sum("completion_tokens"), 0),
+        )
+    )
+    by_day = {row["day"]: row for row in grouped}
+    days = []
+    day = date_from
+    while day <= date_to:
+        row = by_day.get(day) or {"calls": 0, "cost": Decimal(0), "prompt": 0, "cached": 0,
+                                  "completion": 0}  # fmt: skip
+        days.append({**row, "day": day, "cost": Decimal(row["cost"])})
+        day += timedelta(days=1)
+    return days
+
+
+def usage_per_model(queryset: QuerySet) -> list[dict]:
+    """Calls, tokens and spend per model, dearest first."""
+    rows = (
+        queryset.order_by()
+        .values("model_slug")
+        .annotate(
+            calls=Count("id"),
+            cost=Coalesce(Sum("cost_usd"), _ZERO_USD),
+            prompt=Coalesce(Sum("prompt_tokens"), 0),
+            cached=Coalesce(Sum("cached_tokens"), 0),
+            completion=Coalesce(Sum("completion_tokens"), 0),
+        )
+    )
+    return sorted(
+        ({**row, "cost": Decimal(row["cost"])} for row in rows),
+        key=lambda row: (-row["cost"], row["model_slug"]),
+    )
+
+
+def ttft_by_bucket(queryset: QuerySet) -> list[dict]:
+    """Median time to first token per provider and prompt-size bucket, from this
+    organisation's successful streamed calls. Medians are computed in Python, so the
+    result is the same on SQLite and PostgreSQL.
+
+    Returns one row per provider: ``{"provider", "buckets": {bucket: {"median_ms",
+    "calls"}}}``, providers sorted by name."""
+    samples: dict[tuple[str, str], list[int]] = defaultdict(list)
+    rows = (
+        queryset.order_by()
+        .filter(status=Activity.Status.SUCCESS, stream=True, ttft_ms__isnull=False)
+        .exclude(provider_slug="")
+        .exclude(prompt_bucket="")
+        .values_list("provider_slug", "prompt_bucket", "ttft_ms")
+    )
+    for provider, bucket, ttft_ms in rows.iterator(chunk_size=5000):
+        samples[(provider, bucket)].append(ttft_ms)
+    providers: dict[str, dict] = {}
+    for (provider, bucket), values in samples.items():
+        providers.setdefault(provider, {})[bucket] = {
+            "median_ms": round(statistics.median(values)),
+            "calls": len(values),
+        }
+    return [{"provider": p, "buckets": providers[p]} for p in sorted(providers)]
+
+
+# --- API keys -------------------------------------------------------------------------
+
+
+def api_key_list(*, organisation_id: int, now: datetime | None = None) -> QuerySet:
+    """The organisation's keys with ``spend_month`` (this calendar month, UTC),
+    ``spend_total`` and ``calls_total``."""
+    since = month_start(now)
+    return for_organisation(ApiKey, organisation_id).annotate(
+        spend_month=Coalesce(
+            Sum("activity__cost_usd", filter=Q(activity__created_at__gte=since)), _ZERO_USD
+        ),
+        spend_total=Coalesce(Sum("activity__cost_usd"), _ZERO_USD),
+        calls_total=Count("activity"),
+    )
+
+
+def api_key_choices(*, organisation_id: int) -> QuerySet:
+    return for_organisation(ApiKey, organisation_id).order_by("name", "id")
 
 
 def api_key_get(*, organisation_id: int, key_id: int) -> ApiKey:
@@ -68,3 +257,65 @@ def api_key_get(*, organisation_id: int, key_id: int) -> ApiKey:
     if api_key is None:
         raise Http404("No such key.")
     return api_key
+
+
+def api_key_month_spend(*, organisation_id: int, api_key_id: int, now: datetime | None = None):
+    """What one key spent this calendar month (UTC), as a Decimal."""
+    total = (
+        for_organisation(Activity, organisation_id)
+        .filter(api_key_id=api_key_id, created_at__gte=month_start(now))
+        .order_by()
+        .aggregate(total=Sum("cost_usd"))["total"]
+    )
+    return Decimal(total or 0)
+
+
+# --- Members --------------------------------------------------------------------------
+
+
+def membership_list(*, organisation_id: int) -> QuerySet:
+    return (
+        for_organisation(Membership, organisation_id)
+        .select_related("user")
+        .order_by("user__username")
+    )
+
+
+def membership_get(*, organisation_id: int, membership_id: int) -> Membership:
+    membership = (
+        for_organisation(Membership, organisation_id)
+        .select_related("user")
+        .filter(id=membership_id)
+        .first()
+    )
+    if membership is None:
+        raise Http404("No such member.")
+    return membership
+
+
+# --- Staff (admin) --------------------------------------------------------------------
+
+
+def organisation_spend(*, now: datetime | None = None) -> QuerySet:
+    """Every organisation with its calls, all-time spend, this month's and last month's
+    spend (UTC) and last call. Staff only: this is the one cross-tenant read."""
+    this_month = month_start(now)
+    last_month = month_start(this_month - timedelta(days=1))
+    return Organisation.objects.annotate(
+        calls=Count("activities"),
+        spend_total=Coalesce(Sum("activities__cost_usd"), _ZERO_USD),
+        spend_month=Coalesce(
+            Sum("activities__cost_usd", filter=Q(activities__created_at__gte=this_month)),
+            _ZERO_USD,
+        ),
+        spend_last_month=Coalesce(
+            Sum(
+                "activities__cost_usd",
+                filter=Q(
+                    activities__created_at__gte=last_month, activities__created_at__lt=this_month
+                ),
+            ),
+            _ZERO_USD,
+        ),
+        last_call_at=Max("activities__created_at"),
+    )

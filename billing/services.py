@@ -59,3 +59,72 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
         api_key.save(update_fields=["revoked_at"])
     forget_cached_key(api_key.prefix)
     return api_key
+
+
+class MembershipError(Exception):
+    """A member change the organisation's rules forbid (shown to the owner as is)."""
+
+
+def _lock_owners(organisation_id: int) -> list[int]:
+    """Lock the organisation's owner rows (PostgreSQL) and return their ids, so two
+    concurrent demotions cannot both see a second owner."""
+    return list(
+        Membership.objects.select_for_update()
+        .filter(organisation_id=organisation_id, role=Membership.Role.OWNER)
+        .values_list("id", flat=True)
+    )
+
+
+@transaction.atomic
+def membership_create(
+    *, organisation: Organisation, username: str, password: str = "", role: str = "member"
+) -> tuple[Membership, bool]:
+    """Add a user to the organisation: a new user with ``password``, or an existing user
+    (whose password is never changed here). Returns (membership, user_created)."""
+    if role not in Membership.Role.values:
+        raise MembershipError("Unknown role.")
+    user_model = get_user_model()
+    user = user_model.objects.filter(username=username).first()
+    created = user is None
+    if created:
+        if not password:
+            raise MembershipError(f"No user '{username}' exists: give an initial password.")
+        user = user_model(username=username)
+        user.set_password(password)
+        user.save()
+    elif Membership.objects.filter(organisation=organisation, user=user).exists():
+        raise MembershipError(f"{username} is already a member.")
+    membership = Membership.objects.create(organisation=organisation, user=user, role=role)
+    return membership, created
+
+
+@transaction.atomic
+def membership_set_role(*, membership: Membership, role: str) -> Membership:
+    if role not in Membership.Role.values:
+        raise MembershipError("Unknown role.")
+    owners = _lock_owners(membership.organisation_id)
+    if role != Membership.Role.OWNER and owners == [membership.id]:
+        raise MembershipError("An organisation needs at least one owner.")
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership) -> None:
+    owners = _lock_owners(membership.organisation_id)
+    if owners == [membership.id]:
+        raise MembershipError("The last owner cannot be removed.")
+    membership.delete()
+
+
+def api_key_set_monthly_limit(*, api_key: ApiKey, limit_usd) -> ApiKey:
+    """Set (or clear, with None) a key's monthly spend limit in USD. The gateway's key
+    cache is dropped so this process enforces the new limit at once (others within
+    ``API_KEY_CACHE_TTL_S``)."""
+    from .auth import forget_cached_key
+
+    api_key.monthly_limit_usd = limit_usd
+    api_key.save(update_fields=["monthly_limit_usd"])
+    forget_cached_key(api_key.prefix)
+    return api_key

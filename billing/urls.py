@@ -6,7 +6,13 @@ app_name = "dashboard"
 
 urlpatterns = [
     path("", views.activity_list_view, name="activity"),
+    path("activity.csv", views.activity_csv_view, name="activity-csv"),
     path("activity/<str:request_id>/", views.activity_detail_view, name="activity-detail"),
+    path("usage/", views.usage_view, name="usage"),
     path("keys/", views.api_keys_view, name="keys"),
     path("keys/<int:key_id>/revoke/", views.api_key_revoke_view, name="key-revoke"),
+    path("keys/<int:key_id>/limit/", views.api_key_limit_view, name="key-limit"),
+    path("members/", views.members_view, name="members"),
+    path("members/<int:membership_id>/role/", views.member_role_view, name="member-role"),
+    path("members/<int:membership_id>/remove/", views.member_remove_view, name="member-remove"),
 ]

@@ -35,11 +35,18 @@ def load_speed_summary(endpoint_ids: list[int]) -> SpeedSummary:
         rank=Window(RowNumber(), partition_by=[F("endpoint_id"), F("bucket")], order_by="-id")
     ).filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
     samples: dict[tuple[int, str], list[float]] = defaultdict(list)
+    restarted: set[tuple[int, str]] = set()
     throughput: dict[int, list[float]] = defaultdict(list)
-    for endpoint_id, bucket, ttft_ms, tps in ranked.values_list(
-        "endpoint_id", "bucket", "ttft_ms", "output_tokens_per_s"
-    ):
-        samples[(endpoint_id, bucket)].append(ttft_ms / 1000)
+    rows = ranked.order_by("-id").values_list(
+        "endpoint_id", "bucket", "ttft_ms", "output_tokens_per_s", "restarts_window"
+    )
+    for endpoint_id, bucket, ttft_ms, tps, restarts in rows:  # newest first
+        key = (endpoint_id, bucket)
+        if key in restarted:
+            continue  # older than the window's restart (a confirmed probe shift)
+        samples[key].append(ttft_ms / 1000)
+        if restarts:
+            restarted.add(key)
         if tps:
             throughput[endpoint_id].append(tps)
     medians = {eid: sorted(v)[len(v) // 2] for eid, v in throughput.items()}

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from billing.auth import KeyPrincipal, authenticate
+from billing.limits import key_over_monthly_limit
 
 from .catalog import catalog_cache
 from .decide import plan_request
@@ -50,6 +51,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         return GatewayError(405, "Use POST.").response()
     try:
         principal = await require_key(request)
+        if (over := await key_over_monthly_limit(principal)) is not None:
+            raise GatewayError(402, over, code="insufficient_quota")
         chat = parse_chat_request(_read_body(request))
         model = await catalog_cache.get(chat.model_slug)
         if model is None:

@@ -16,6 +16,7 @@ from .support import (
     close_other_connections,
     make_tenant,
     reset_process_caches,
+    wait_background_idle,
 )
 
 
@@ -58,7 +59,10 @@ def tenant(market):
 
 @pytest.fixture
 def gateway(gateway_server, market):
-    return gateway_server
+    yield gateway_server
+    # Ledger and learning writes run beside requests; let them land before the test's
+    # database is flushed (else they race the flush).
+    wait_background_idle()
 
 
 @pytest.fixture

@@ -112,10 +112,19 @@ class GatewayServer:
             self._thread.join(5)
 
 
+def wait_background_idle(timeout: float = 10.0) -> None:
+    """Wait until the in-thread gateway has no background task (ledger, learning) left."""
+    from uberllm import aio
+
+    deadline = time.monotonic() + timeout
+    while aio._background and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def reset_process_caches(test_name: str) -> None:
     """Drop in-process caches and namespace the shared store for this test, so tests
     cannot see each other's catalog, keys, marks or prefixes."""
-    from billing import auth
+    from billing import auth, limits
     from routing import shared
     from routing.catalog import catalog_cache
     from routing.state import routing_state
@@ -123,6 +132,7 @@ def reset_process_caches(test_name: str) -> None:
     catalog_cache.invalidate()
     routing_state.invalidate()
     auth._cache.clear()
+    limits.forget_key_spend()
     shared._kv = None
     settings.UBERLLM["SHARED_KEY_PREFIX"] = f"ullm-test-{time.time_ns()}-{abs(hash(test_name))}"
 
@@ -147,7 +157,7 @@ def make_tenant(name: str, *, password: str = "pw-123456789") -> Tenant:
     return Tenant(organisation, user, api_key, key)
 
 
-def wait_finished_rows(count: int, timeout: float = 5.0) -> list:
+def wait_finished_rows(count: int, timeout: float = 40.0) -> list:
     """Wait until ``count`` Activity rows exist and all are finished (the ledger writes
     run beside the request, so they may land just after the response)."""
     from billing.models import Activity
@@ -158,7 +168,8 @@ def wait_finished_rows(count: int, timeout: float = 5.0) -> list:
         if len(rows) >= count and all(r.status != Activity.Status.PENDING for r in rows):
             return rows
         time.sleep(0.02)
-    raise AssertionError(f"expected {count} finished Activity rows")
+    states = [(r.request_id, r.status) for r in Activity.objects.all()]
+    raise AssertionError(f"expected {count} finished Activity rows, have {states}")
 
 
 def close_other_connections() -> None:

@@ -37,3 +37,11 @@ def run_in_background(coro: Coroutine[Any, Any, R]) -> asyncio.Task[R]:
     _background.add(task)
     task.add_done_callback(_background.discard)
     return task
+
+
+async def drain_background() -> None:
+    """Wait for this loop's background tasks (before a short-lived loop ends)."""
+    loop = asyncio.get_running_loop()
+    pending = [task for task in _background if task.get_loop() is loop]
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -37,9 +38,10 @@ INSTALLED_APPS = [
     "routing",
 ]
 
+# Every middleware is async-capable, so a request never hops to a thread and the chat
+# view runs in the request's own task (see routing/proxy/stream.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -116,7 +118,6 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_TASK_SOFT_TIME_LIMIT = 60
 CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
-CELERY_BEAT_SCHEDULE: dict = {}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -132,9 +133,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").exists() else []
-WHITENOISE_USE_FINDERS = True
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
@@ -193,7 +192,26 @@ UBERLLM = {
     # In-process caches in front of the shared stores (seconds).
     "CATALOG_CACHE_TTL_S": env.float("UBERLLM_CATALOG_CACHE_TTL_S", default=5.0),
     "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),
+    # A key's spend this month, for its monthly limit (HTTP 402), cached this long.
+    "KEY_SPEND_CACHE_TTL_S": env.float("UBERLLM_KEY_SPEND_CACHE_TTL_S", default=5.0),
     "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
     # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
     "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=False),
+}
+
+# Celery beat: crontab/interval entries expire after one period, so a late run (beat or
+# worker restarted) is dropped instead of piling up.
+CELERY_BEAT_SCHEDULE = {
+    # R5: probe every endpoint at ~20k/60k/150k tokens every PROBE_PERIOD_S.
+    "probe-endpoints": {
+        "task": "routing.probe_endpoints",
+        "schedule": UBERLLM["PROBE_PERIOD_S"],
+        "options": {"expires": UBERLLM["PROBE_PERIOD_S"]},
+    },
+    # R3.4: open each UTC day's hedge budget at 00:00 (and every hour, harmlessly).
+    "hedge-budget-open-day": {
+        "task": "routing.hedge_budget_open_day",
+        "schedule": crontab(minute=0),
+        "options": {"expires": 3600},
+    },
 }

@@ -174,6 +174,14 @@ class SpeedBook:
         self._dirty.add(key)
         self._summary = None
 
+    def restart(self, endpoint_id: int, bucket: str) -> None:
+        """Forget a key's samples: a confirmed probe shift restarts its window (R5)."""
+        key = (endpoint_id, bucket)
+        if key in self._windows:
+            self._windows[key] = SpeedWindow(self.window_size, self.max_age_s)
+            self._dirty.add(key)
+            self._summary = None
+
     def record_throughput(self, endpoint_id: int, tokens_per_s: float) -> None:
         window = self._throughput.setdefault(endpoint_id, deque(maxlen=self.window_size))
         window.append(tokens_per_s)

@@ -21,6 +21,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 
 from billing.ledger import AttemptResult
 from providers.upstream import UpstreamCall, UpstreamError, UpstreamStream, open_stream
+from uberllm.aio import run_in_background
 
 from ..catalog import EndpointRoute
 from ..core.types import RouteChoice
@@ -152,7 +153,38 @@ async def _wait_then_relay(state: CallState, opening: asyncio.Task) -> AsyncIter
         yield data
 
 
-def _streaming(body: AsyncIterator[bytes], state: CallState) -> StreamingHttpResponse:
+def _finish_when_request_ends(state: CallState, upstream: Opened | asyncio.Task) -> None:
+    """Django may drop a streaming generator without closing it (a client that leaves
+    while a chunk is being sent): the generator's ``finally`` then waits for the garbage
+    collector. So when the request's task ends, close the upstream and finish the row
+    if the relay has not (a no-op when it has)."""
+
+    async def abandon() -> None:
+        if isinstance(upstream, asyncio.Task):
+            upstream.cancel()
+            opened = None if upstream.cancelled() or upstream.exception() else upstream.result()
+        else:
+            opened = upstream
+        if opened is not None:
+            if opened.attempt.outcome == "pending":
+                opened.attempt.outcome = "cancelled"
+                opened.attempt.duration_ms = state.elapsed_ms()
+            await opened.aclose()
+        state.finish("cancelled", 499, "client disconnected")
+
+    def on_done(_: asyncio.Task) -> None:
+        if not state.finished:
+            run_in_background(abandon())
+
+    task = asyncio.current_task()
+    if task is not None:
+        task.add_done_callback(on_done)
+
+
+def _streaming(
+    body: AsyncIterator[bytes], state: CallState, upstream: Opened | asyncio.Task
+) -> StreamingHttpResponse:
+    _finish_when_request_ends(state, upstream)
     response = StreamingHttpResponse(body, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
@@ -174,11 +206,11 @@ async def stream_response(state: CallState) -> HttpResponse:
         state.finish("cancelled", 499, "client disconnected before the first token")
         raise
     if not opening.done():
-        return _streaming(_wait_then_relay(state, opening), state)
+        return _streaming(_wait_then_relay(state, opening), state, opening)
     try:
         opened = opening.result()
     except GatewayError as exc:
         state.finish("error", exc.status, exc.message)
         return exc.response()
     adopt(state, opened)
-    return _streaming(_relay(state, opened), state)
+    return _streaming(_relay(state, opened), state, opened)

@@ -1,0 +1,136 @@
+"""Dashboard forms: the Activity filters, key and member management."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.validators import MaxValueValidator, MinValueValidator
+
+from .models import Activity, Membership
+from .selectors import ActivityFilters, activity_filter_choices, api_key_choices
+
+
+class DateInput(forms.DateInput):
+    input_type = "date"
+
+
+# Dates outside this range are typos (and would overflow date arithmetic at year 9999).
+EARLIEST, LATEST = date(2000, 1, 1), date(2999, 12, 31)
+
+
+def _date_field(label: str) -> forms.DateField:
+    return forms.DateField(
+        required=False,
+        label=label,
+        widget=DateInput,
+        validators=[MinValueValidator(EARLIEST), MaxValueValidator(LATEST)],
+    )
+
+
+class ActivityFilterForm(forms.Form):
+    """GET filters of the Activity page and its CSV export. Choices come from the
+    organisation's own data, so another organisation's key id is simply invalid."""
+
+    date_from = _date_field("From")
+    date_to = _date_field("To")
+    model = forms.ChoiceField(required=False)
+    provider = forms.ChoiceField(required=False)
+    api_key = forms.ModelChoiceField(
+        queryset=None, required=False, label="API key", empty_label="All keys"
+    )
+    status = forms.ChoiceField(
+        required=False, choices=[("", "All statuses"), *Activity.Status.choices]
+    )
+    request_id = forms.CharField(
+        required=False,
+        max_length=64,
+        label="Request id",
+        widget=forms.TextInput(attrs={"placeholder": "gen-…"}),
+    )
+
+    def __init__(self, data=None, *, organisation_id: int):
+        super().__init__(data)
+        choices = activity_filter_choices(organisation_id=organisation_id)
+        self.fields["model"].choices = [("", "All models")] + [(m, m) for m in choices["models"]]
+        self.fields["provider"].choices = [("", "All providers")] + [
+            (p, p) for p in choices["providers"]
+        ]
+        self.fields["api_key"].queryset = api_key_choices(organisation_id=organisation_id)
+
+    def clean(self):
+        cleaned = super().clean()
+        start, end = cleaned.get("date_from"), cleaned.get("date_to")
+        if start and end and start > end:
+            raise forms.ValidationError("'From' is after 'To'.")
+        return cleaned
+
+    def filters(self) -> ActivityFilters:
+        data = self.cleaned_data
+        return ActivityFilters(
+            date_from=data.get("date_from"),
+            date_to=data.get("date_to"),
+            model=data.get("model") or "",
+            provider=data.get("provider") or "",
+            api_key_id=data["api_key"].id if data.get("api_key") else None,
+            status=data.get("status") or "",
+            request_id=(data.get("request_id") or "").strip(),
+        )
+
+
+class UsageRangeForm(forms.Form):
+    date_from = _date_field("From")
+    date_to = _date_field("To")
+
+    MAX_DAYS = 366  # a longer range shows its most recent MAX_DAYS days
+
+    def clean(self):
+        cleaned = super().clean()
+        start, end = cleaned.get("date_from"), cleaned.get("date_to")
+        if start and end and start > end:
+            raise forms.ValidationError("'From' is after 'To'.")
+        return cleaned
+
+
+class ApiKeyCreateForm(forms.Form):
+    name = forms.CharField(max_length=128, strip=True)
+
+
+class MonthlyLimitForm(forms.Form):
+    monthly_limit_usd = forms.DecimalField(
+        required=False, min_value=0, max_digits=12, decimal_places=2, label="Monthly limit (USD)"
+    )
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    password = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Initial password for a new user; leave empty to add an existing user.",
+    )
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MEMBER)
+
+    def clean_username(self):
+        username = self.cleaned_data["username"].strip()
+        user_model = get_user_model()
+        user_model._meta.get_field("username").run_validators(username)
+        return username
+
+    def clean(self):
+        cleaned = super().clean()
+        username, password = cleaned.get("username"), cleaned.get("password")
+        if username and password:
+            user_model = get_user_model()
+            if not user_model.objects.filter(username=username).exists():
+                try:
+                    validate_password(password, user_model(username=username))
+                except forms.ValidationError as exc:
+                    self.add_error("password", exc)
+        return cleaned
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices)

@@ -1,0 +1,24 @@
+"""Dashboard pages (server-rendered). Thin: resolve the organisation, validate the
+input with a form, read through selectors, write through services. Every page is
+scoped to the logged-in member's organisation."""
+
+from .activity import activity_csv_view, activity_detail_view, activity_list_view
+from .common import organisation_required, owner_required
+from .keys import api_key_limit_view, api_key_revoke_view, api_keys_view
+from .members import member_remove_view, member_role_view, members_view
+from .usage import usage_view
+
+__all__ = [
+    "activity_csv_view",
+    "activity_detail_view",
+    "activity_list_view",
+    "api_key_limit_view",
+    "api_key_revoke_view",
+    "api_keys_view",
+    "member_remove_view",
+    "member_role_view",
+    "members_view",
+    "organisation_required",
+    "owner_required",
+    "usage_view",
+]

@@ -1,0 +1,100 @@
+"""Activity: every call, filtered, totalled, paginated, exported as CSV, and one call's detail."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+from collections.abc import AsyncIterator, Iterable, Iterator
+from datetime import UTC, datetime
+
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+
+from .. import selectors
+from ..forms import ActivityFilterForm
+from .common import organisation_required
+
+PAGE_SIZE = 50
+CSV_CHUNK_ROWS = 500
+# Cells starting with these are formulas to a spreadsheet: neutralised with a quote.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _filtered(request: HttpRequest) -> tuple[ActivityFilterForm, object]:
+    """The filter form and the organisation's rows it selects (none if the form is invalid)."""
+    organisation_id = request.organisation.id
+    form = ActivityFilterForm(request.GET, organisation_id=organisation_id)
+    if not form.is_valid():
+        return form, selectors.activity_list(organisation_id=organisation_id).none()
+    return form, selectors.activity_list(organisation_id=organisation_id, filters=form.filters())
+
+
+@organisation_required
+def activity_list_view(request: HttpRequest) -> HttpResponse:
+    form, queryset = _filtered(request)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "form": form,
+        "page": page,
+        "totals": selectors.activity_totals(queryset),
+        "filtered": any(v for k, v in request.GET.items() if k != "page"),
+        "nav": "activity",
+    }
+    return render(request, "dashboard/activity.html", context)
+
+
+@organisation_required
+def activity_detail_view(request: HttpRequest, request_id: str) -> HttpResponse:
+    activity = selectors.activity_get(
+        organisation_id=request.organisation.id, request_id=request_id
+    )
+    # ``hedged`` is shown once the ledger records it (R3); until then the row is hidden.
+    context = {"activity": activity, "hedged": getattr(activity, "hedged", None), "nav": "activity"}
+    return render(request, "dashboard/activity_detail.html", context)
+
+
+class _Echo:
+    """A file-like object whose write returns the line, for csv.writer."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _safe(cell):
+    if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
+
+def _csv_lines(rows: Iterable[list]) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(selectors.CSV_COLUMNS)
+    for row in rows:
+        yield writer.writerow([_safe(cell) for cell in row])
+
+
+async def _csv_lines_async(lines: Iterator[str]) -> AsyncIterator[str]:
+    """Under ASGI, Django streams only async iterators (it would buffer a sync one):
+    pull the rows in chunks on the request's thread, where its database connection is."""
+    take = sync_to_async(lambda: list(itertools.islice(lines, CSV_CHUNK_ROWS)))
+    while chunk := await take():
+        yield "".join(chunk)
+
+
+@organisation_required
+def activity_csv_view(request: HttpRequest) -> HttpResponse:
+    form, queryset = _filtered(request)
+    if not form.is_valid():
+        errors = "; ".join(f"{field}: {' '.join(e)}" for field, e in form.errors.items())
+        return HttpResponse(f"Invalid filter. {errors}\n", status=400, content_type="text/plain")
+    lines = _csv_lines(selectors.activity_csv_rows(queryset))
+    content = _csv_lines_async(lines) if isinstance(request, ASGIRequest) else lines
+    response = StreamingHttpResponse(content, content_type="text/csv; charset=utf-8")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    filename = f"activity-{request.organisation.slug}-{stamp}.csv"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,36 @@
+"""When a probe shows a real change of speed (R5), pure.
+
+A window's typical TTFT is robust on purpose (R2.2: one slow call must not drop a good
+provider), so a single probe cannot move it. To still notice a slowdown at one size
+within one probe cycle, a probe that disagrees with the typical value by more than
+``SHIFT_FACTOR`` (slower or faster) is confirmed at once by ``CONFIRMATIONS`` more
+probes; if most of them shift the same way, the change is real and the bucket's window
+restarts from these probes (older samples no longer count). A lone stall is outvoted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+SHIFT_FACTOR = 2.0
+CONFIRMATIONS = 2
+
+
+def shift_direction(typical_s: float | None, ttft_s: float) -> int:
+    """+1 much slower than typical, -1 much faster, 0 in line (or nothing to compare)."""
+    if typical_s is None or typical_s <= 0:
+        return 0
+    if ttft_s > SHIFT_FACTOR * typical_s:
+        return 1
+    if ttft_s < typical_s / SHIFT_FACTOR:
+        return -1
+    return 0
+
+
+def confirmed_shift(typical_s: float | None, ttfts_s: Sequence[float]) -> bool:
+    """True when a strict majority of the probes shifted, all in the same direction."""
+    directions = [shift_direction(typical_s, ttft) for ttft in ttfts_s]
+    for direction in (1, -1):
+        if sum(1 for d in directions if d == direction) * 2 > len(directions):
+            return True
+    return False

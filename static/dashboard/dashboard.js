@@ -1,0 +1,34 @@
+// Small progressive enhancements for the dashboard; every page works without them.
+(function () {
+  "use strict";
+
+  // <button data-copy="#element-id">: copy the element's text to the clipboard.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy]");
+    if (!button) return;
+    var source = document.querySelector(button.getAttribute("data-copy"));
+    if (!source) return;
+    var text = source.textContent.trim();
+    var done = function () {
+      var label = button.textContent;
+      button.textContent = "Copied";
+      setTimeout(function () { button.textContent = label; }, 1500);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done);
+    } else {
+      var range = document.createRange();
+      range.selectNodeContents(source);
+      var selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      try { document.execCommand("copy"); done(); } catch (e) { /* text stays selected */ }
+    }
+  });
+
+  // <form data-confirm="...">: ask before a destructive POST.
+  document.addEventListener("submit", function (event) {
+    var message = event.target.getAttribute("data-confirm");
+    if (message && !window.confirm(message)) event.preventDefault();
+  });
+})();

@@ -1,0 +1,72 @@
+// Usage charts (Chart.js, served locally). The data comes from the page's
+// <script type="application/json" id="usage-data">; the tables show the same numbers.
+(function () {
+  "use strict";
+  var node = document.getElementById("usage-data");
+  if (!node || typeof Chart === "undefined") return;
+  var data = JSON.parse(node.textContent);
+  var palette = ["#3b5bdb", "#2b8a3e", "#e67700", "#c92a2a", "#862e9c", "#0b7285", "#5c940d", "#a61e4d"];
+  var usd = function (value) {
+    return "$" + Number(value).toLocaleString(undefined, { maximumFractionDigits: value < 1 ? 6 : 2 });
+  };
+  Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
+  Chart.defaults.color = "#344054";
+  Chart.defaults.animation = false;
+
+  new Chart(document.getElementById("chart-daily"), {
+    type: "bar",
+    data: {
+      labels: data.days,
+      datasets: [{ label: "Spend (USD)", data: data.dailyCost, backgroundColor: palette[0] }],
+    },
+    options: {
+      maintainAspectRatio: false,
+      plugins: {
+        legend: { display: false },
+        tooltip: { callbacks: {
+          label: function (ctx) { return usd(ctx.parsed.y) + " · " + data.dailyCalls[ctx.dataIndex] + " calls"; },
+        } },
+      },
+      scales: { y: { beginAtZero: true, ticks: { callback: usd } }, x: { ticks: { maxRotation: 0, autoSkipPadding: 12 } } },
+    },
+  });
+
+  new Chart(document.getElementById("chart-models"), {
+    type: "bar",
+    data: {
+      labels: data.models,
+      datasets: [{
+        label: "Spend (USD)",
+        data: data.modelCost,
+        backgroundColor: data.models.map(function (_, i) { return palette[i % palette.length]; }),
+      }],
+    },
+    options: {
+      indexAxis: "y",
+      maintainAspectRatio: false,
+      plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (ctx) { return usd(ctx.parsed.x); } } } },
+      scales: { x: { beginAtZero: true, ticks: { callback: usd } } },
+    },
+  });
+
+  var ttftCanvas = document.getElementById("chart-ttft");
+  if (!ttftCanvas) return;  // no streamed calls in the period: the table says so
+  new Chart(ttftCanvas, {
+    type: "bar",
+    data: {
+      labels: data.buckets,
+      datasets: data.ttft.map(function (row, i) {
+        return {
+          label: row.provider,
+          data: row.medians.map(function (ms) { return ms === null ? null : ms / 1000; }),
+          backgroundColor: palette[i % palette.length],
+        };
+      }),
+    },
+    options: {
+      maintainAspectRatio: false,
+      plugins: { tooltip: { callbacks: { label: function (ctx) { return ctx.dataset.label + ": " + ctx.parsed.y.toFixed(2) + " s"; } } } },
+      scales: { y: { beginAtZero: true, title: { display: true, text: "median TTFT (s)" } } },
+    },
+  });
+})();

@@ -1,0 +1,26 @@
+"""The probe confirmation rule (R5)."""
+
+import pytest
+
+from routing.core.probe import confirmed_shift, shift_direction
+
+
+@pytest.mark.parametrize(
+    ("typical", "ttft", "direction"),
+    [(1.0, 2.5, 1), (1.0, 1.9, 0), (1.0, 0.4, -1), (None, 9.0, 0), (1.0, 1.0, 0)],
+)
+def test_shift_direction(typical, ttft, direction):
+    assert shift_direction(typical, ttft) == direction
+
+
+def test_a_lone_stall_is_outvoted():
+    assert not confirmed_shift(1.0, [8.5, 1.1, 0.9])
+
+
+def test_a_real_slowdown_is_confirmed():
+    assert confirmed_shift(1.0, [5.0, 4.8, 1.0])
+    assert confirmed_shift(2.0, [0.5, 0.6, 0.7])  # got faster
+
+
+def test_mixed_directions_do_not_confirm():
+    assert not confirmed_shift(1.0, [5.0, 0.2, 1.0])

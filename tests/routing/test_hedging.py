@@ -1,0 +1,162 @@
+"""Hedging long streaming prompts (R3) against the emulator: the race, the loser's
+cancellation, who pays for what, the daily budget, keep-alive comments."""
+
+import time
+from decimal import Decimal
+
+import httpx
+import pytest
+from django.conf import settings
+
+from billing.models import Activity
+from routing import budget
+from routing.models import HedgeBudgetDay
+
+from ..support import TEST_MODEL, wait_finished_rows
+from .test_smart_live import LONG, fresh
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def hedge_settings():
+    conf = settings.UBERLLM
+    saved = dict(conf)
+    conf.update(HEDGE_DELAY_S=0.3, KEEPALIVE_AFTER_S=5.0, HEDGE_DAILY_BUDGET_USD=1.0)
+    yield conf
+    conf.clear()
+    conf.update(saved)
+
+
+def _measure_both_fast(client):
+    """Give alpha and bravo (fast) speed data in the 32k-128k bucket: both fast enough."""
+    for slug in ("alpha", "bravo", "charlie"):
+        for _ in range(3):
+            client.chat.completions.create(
+                model=TEST_MODEL, messages=fresh(LONG), max_tokens=1,
+                extra_body={"provider": {"order": [slug], "allow_fallbacks": False}},
+            )  # fmt: skip
+    wait_finished_rows(9)
+    time.sleep(settings.UBERLLM["SPEED_CACHE_TTL_S"] + 0.1)
+
+
+def _stream_text(client, messages) -> tuple[str, str, str]:
+    chunks = list(
+        client.chat.completions.create(
+            model=TEST_MODEL, messages=messages, stream=True, max_tokens=4,
+            stream_options={"include_usage": True},
+        )
+    )  # fmt: skip
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    return chunks[-1].id, {c.model_extra["provider"] for c in chunks}.pop(), text
+
+
+def _last_row() -> Activity:
+    rows = wait_finished_rows(Activity.objects.count())
+    return max(rows, key=lambda r: r.id)
+
+
+def test_delayed_hedge_wins_when_first_choice_stalls(client, emulator, hedge_settings):
+    _measure_both_fast(client)
+    emulator.reset()
+    emulator.control("alpha", ttft_base_s=5.0)  # the cheapest fast provider stalls this time
+    request_id, provider, text = _stream_text(client, fresh(LONG))
+    assert provider == "bravo" and text
+    row = Activity.objects.get(request_id=request_id)
+    row = wait_finished_rows(Activity.objects.count()) and Activity.objects.get(id=row.id)
+    attempts = {a.provider_slug: a for a in row.attempts.all()}
+    assert attempts["alpha"].outcome == "hedge_lost" and not attempts["alpha"].hedge_leg
+    assert attempts["bravo"].outcome == "success" and attempts["bravo"].hedge_leg
+    # The customer pays for bravo's call only, at bravo's prices; alpha's cost is platform cost.
+    assert row.hedged and row.provider_slug == "bravo"
+    assert row.prices["input"] == "0.200000"
+    assert row.hedge_cost_usd == attempts["alpha"].platform_cost_usd > 0
+    day = HedgeBudgetDay.objects.get()
+    assert day.spent_usd == row.hedge_cost_usd and day.hedges == 1
+    # The loser's connection was closed as soon as bravo's first token arrived.
+    alpha_log = emulator.wait_for(lambda r: r["status"] == "cancelled", provider="alpha")
+    bravo_log = emulator.log("bravo")[-1]
+    assert alpha_log["first_token_at"] is None
+    assert alpha_log["ended_at"] - bravo_log["first_token_at"] < 0.5
+
+
+def test_no_hedge_below_32k_or_without_stream(client, emulator, hedge_settings):
+    emulator.control("alpha", ttft_base_s=0.6)
+    _, provider, _ = _stream_text(client, [{"role": "user", "content": "short"}])
+    assert provider == "alpha"
+    reply = client.chat.completions.create(model=TEST_MODEL, messages=fresh(LONG), max_tokens=2)
+    assert reply.model_extra["provider"] == "alpha"
+    assert len(emulator.log("bravo")) == 0
+    assert not any(r.hedged for r in wait_finished_rows(2))
+
+
+def test_immediate_hedge_starts_both_legs_at_once(client, emulator, hedge_settings):
+    hedge_settings["HEDGE_IMMEDIATE_FROM_TOKENS"] = 32_000  # so a 35k prompt counts as ">128k"
+    _measure_both_fast(client)
+    emulator.reset()
+    emulator.control("alpha", ttft_base_s=1.0)
+    _, provider, _ = _stream_text(client, fresh(LONG))
+    assert provider == "bravo"
+    alpha, bravo = emulator.log("alpha")[-1], emulator.log("bravo")[-1]
+    assert abs(alpha["received_at"] - bravo["received_at"]) < hedge_settings["HEDGE_DELAY_S"]
+    assert emulator.wait_for(lambda r: r["status"] == "cancelled", provider="alpha")
+
+
+def test_failed_leg_does_not_end_the_race(client, emulator, hedge_settings):
+    hedge_settings["HEDGE_IMMEDIATE_FROM_TOKENS"] = 32_000
+    _measure_both_fast(client)
+    emulator.reset()
+    emulator.control("alpha", ttft_base_s=0.5)
+    emulator.control("bravo", status_override=500)
+    _, provider, text = _stream_text(client, fresh(LONG))
+    assert provider == "alpha" and text
+    row = _last_row()
+    outcomes = {a.provider_slug: a.outcome for a in row.attempts.all()}
+    assert outcomes == {"alpha": "success", "bravo": "http_error"}
+    assert row.hedged and row.hedge_cost_usd == 0  # nothing was cancelled: nothing to pay
+
+
+def test_exhausted_budget_stops_hedging_until_the_next_day(
+    client, emulator, hedge_settings, monkeypatch
+):
+    _measure_both_fast(client)
+    emulator.reset()
+    day = budget.utc_today()
+    HedgeBudgetDay.objects.create(day=day, budget_usd=Decimal(1), spent_usd=Decimal(1))
+    emulator.control("alpha", ttft_base_s=0.8)
+    _, provider, _ = _stream_text(client, fresh(LONG))
+    assert provider == "alpha" and len(emulator.log("bravo")) == 0  # no budget: no hedge
+    # 00:00 UTC: the beat task opens the new day's budget and hedging resumes.
+    from datetime import timedelta
+
+    from routing.tasks import hedge_budget_open_day_task
+
+    monkeypatch.setattr(budget, "utc_today", lambda: day + timedelta(days=1))
+    hedge_budget_open_day_task()
+    assert HedgeBudgetDay.objects.get(day=day + timedelta(days=1)).spent_usd == 0
+    _, provider, _ = _stream_text(client, fresh(LONG))
+    assert provider == "bravo"
+    assert HedgeBudgetDay.objects.get(day=day).spent_usd == Decimal(1)  # untouched
+
+
+def test_keepalive_comments_while_waiting_for_the_first_token(gateway, tenant, emulator):
+    conf = settings.UBERLLM
+    saved = dict(conf)
+    conf.update(KEEPALIVE_AFTER_S=0.1, KEEPALIVE_INTERVAL_S=0.1)
+    try:
+        emulator.control("alpha", ttft_base_s=0.6)
+        lines = []
+        with httpx.stream(
+            "POST", f"{gateway.api_url}/chat/completions",
+            json={"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}],
+                  "stream": True},
+            headers={"Authorization": f"Bearer {tenant.key}"}, timeout=10,
+        ) as response:  # fmt: skip
+            assert response.status_code == 200
+            lines = [line for line in response.iter_lines() if line]
+    finally:
+        conf.clear()
+        conf.update(saved)
+    first_data = next(i for i, line in enumerate(lines) if line.startswith("data: "))
+    assert first_data >= 2 and all(line == ": PROCESSING" for line in lines[:first_data])
+    assert lines[-1] == "data: [DONE]"

@@ -1,0 +1,119 @@
+"""Probes (R5) against the emulator, called directly and through a real Celery worker."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from django.conf import settings
+
+from routing.models import ProbeResult, SpeedSample
+from routing.tasks import probe_endpoints_task
+
+from ..support import database_url
+from .test_smart_live import LONG, SHORT, _served, fresh
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SIZES = [2_000, 40_000, 150_000]  # one probe size per bucket we care about
+
+
+@pytest.fixture
+def probe_settings():
+    conf = settings.UBERLLM
+    saved = dict(conf)
+    conf.update(PROBE_SIZES=SIZES, PROBE_CONCURRENCY=3)
+    yield conf
+    conf.clear()
+    conf.update(saved)
+
+
+def test_probe_cycle_records_samples_per_size_and_is_idempotent(market, emulator, probe_settings):
+    counts = probe_endpoints_task(cycle=1)
+    assert counts == {"ok": 9}  # 3 endpoints x 3 sizes
+    rows = ProbeResult.objects.filter(cycle=1)
+    assert sorted({r.prompt_tokens for r in rows}) == SIZES
+    assert all(r.cost_usd > 0 and r.ttft_ms is not None for r in rows)
+    samples = SpeedSample.objects.filter(is_probe=True)
+    assert sorted({s.bucket for s in samples}) == ["32k-128k", "<8k", ">128k"]
+    log = emulator.log()
+    assert {r["max_tokens"] for r in log} == {1} and all(r["stream"] for r in log)
+    assert all(r["cached_tokens"] == 0 for r in log)  # every probe prompt is new
+    assert probe_endpoints_task(cycle=1) == {}  # the same cycle again probes nothing
+    assert ProbeResult.objects.count() == 9 and len(emulator.log()) == 9
+
+
+def test_probe_skips_sizes_above_context_length(market, emulator, probe_settings):
+    market["charlie"].context_length = 100_000
+    market["charlie"].save()
+    probe_endpoints_task(cycle=2)
+    sizes = set(ProbeResult.objects.filter(endpoint=market["charlie"]).values_list(
+        "prompt_tokens", flat=True))  # fmt: skip
+    assert sizes == {2_000, 40_000}
+
+
+def test_slowdown_at_one_size_moves_only_long_prompts(client, emulator, probe_settings):
+    # Short and long calls measured: alpha is cheapest and fast everywhere.
+    for slug in ("alpha", "bravo"):
+        for messages in (LONG, SHORT):
+            for _ in range(3):
+                _served(client, fresh(messages), order=[slug], allow_fallbacks=False)
+    probe_settings["PROBE_SIZES"] = [40_000]
+    # alpha now prefills 10x slower, but only above 30k tokens (~1.6 s at 40k).
+    emulator.control("alpha", slow_above_tokens=30_000, slow_factor=10.0,
+                     prefill_tokens_per_s=250_000)  # fmt: skip
+    probe_endpoints_task(cycle=10)  # one cycle: the slow probe is confirmed at once
+    alpha = ProbeResult.objects.get(cycle=10, endpoint__provider__slug="alpha")
+    assert SpeedSample.objects.filter(endpoint__provider__slug="alpha", is_probe=True,
+                                      restarts_window=True).count() == 1  # fmt: skip
+    assert alpha.ttft_ms > 1000
+    time.sleep(settings.UBERLLM["SPEED_CACHE_TTL_S"] + 0.1)
+    assert _served(client, fresh(LONG)) == "bravo"
+    assert _served(client, fresh(SHORT)) == "alpha"
+
+
+def test_a_lone_stall_in_a_probe_does_not_restart_the_window(client, emulator, probe_settings):
+    for _ in range(3):
+        _served(client, fresh(LONG), order=["alpha"], allow_fallbacks=False)
+    probe_settings["PROBE_SIZES"] = [40_000]
+    emulator.control("alpha", stall={"probability": 1.0, "extra_s": [1.5, 1.5]})
+    emulator.control("bravo", ttft_base_s=0.01)
+
+    import threading
+
+    def unstall():  # only the first probe stalls; its confirmations are fast
+        emulator.wait_for(lambda r: r["stalled"], provider="alpha", timeout=10)
+        emulator.control("alpha", stall={"probability": 0.0})
+
+    thread = threading.Thread(target=unstall)
+    thread.start()
+    probe_endpoints_task(cycle=20)
+    thread.join()
+    assert SpeedSample.objects.filter(endpoint__provider__slug="alpha", is_probe=True).count() == 3
+    assert not SpeedSample.objects.filter(restarts_window=True).exists()
+
+
+def test_probe_task_through_a_real_celery_worker(market, emulator, probe_settings):
+    env = {
+        **os.environ, "DATABASE_URL": database_url(), "UBERLLM_READ_DOT_ENV": "false",
+        "UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true", "UBERLLM_PROBE_SIZES": "2000",
+        "UBERLLM_SHARED_KEY_PREFIX": settings.UBERLLM["SHARED_KEY_PREFIX"],
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+    }  # fmt: skip
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "uberllm", "worker", "--pool", "solo",
+         "--loglevel", "warning", "--without-heartbeat", "--without-mingle",
+         "--without-gossip"],
+        env=env, cwd=settings.BASE_DIR,
+    )  # fmt: skip
+    try:
+        probe_endpoints_task.apply_async(kwargs={"cycle": 99})
+        deadline = time.monotonic() + 60
+        while ProbeResult.objects.filter(cycle=99).count() < 3:
+            assert time.monotonic() < deadline, "the worker did not run the probe task"
+            assert worker.poll() is None, "the worker died"
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        worker.wait(20)
+    assert set(ProbeResult.objects.filter(cycle=99).values_list("status", flat=True)) == {"ok"}
