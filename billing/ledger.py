@@ -8,7 +8,7 @@ replayed finaliser changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import transaction
@@ -120,3 +120,17 @@ def activity_finish(result: CallResult) -> bool:
     activity.save()
     Attempt.objects.bulk_create(_attempt_rows(activity, result.attempts), ignore_conflicts=True)
     return True
+
+
+def activity_reconcile(*, older_than_s: float) -> int:
+    """Finish rows a crashed or killed gateway process left pending (older than the
+    bound). Nothing is known of such a call's usage, so it is closed as an error at $0;
+    a conditional update, so running it twice changes nothing. Returns rows closed."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    return Activity.objects.filter(status=Activity.Status.PENDING, created_at__lt=cutoff).update(
+        status=Activity.Status.ERROR,
+        http_status=500,
+        error_message="unfinished: the gateway process stopped before the call ended",
+        cost_usd=Decimal(0),
+        finished_at=timezone.now(),
+    )

@@ -1,5 +1,7 @@
 from django.urls import path
 
+from billing.apis import ActivityListApi
+
 from . import apis, views
 
 app_name = "api"
@@ -8,4 +10,5 @@ urlpatterns = [
     path("chat/completions", views.chat_completions, name="chat-completions"),
     path("models", views.models_list, name="models"),
     path("generation", apis.GenerationApi.as_view(), name="generation"),
+    path("activity", ActivityListApi.as_view(), name="activity"),
 ]

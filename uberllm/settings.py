@@ -189,6 +189,8 @@ UBERLLM = {
     "PROBE_SIZES": env.list("UBERLLM_PROBE_SIZES", cast=int, default=[20_000, 60_000, 150_000]),
     "PROBE_CONCURRENCY": env.int("UBERLLM_PROBE_CONCURRENCY", default=4),
     "PROBE_TIMEOUT_S": env.float("UBERLLM_PROBE_TIMEOUT_S", default=90.0),
+    # The reconciler closes Activity rows still pending after this long (a crashed process).
+    "RECONCILE_AFTER_S": env.float("UBERLLM_RECONCILE_AFTER_S", default=3600.0),
     # In-process caches in front of the shared stores (seconds).
     "CATALOG_CACHE_TTL_S": env.float("UBERLLM_CATALOG_CACHE_TTL_S", default=5.0),
     "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),
@@ -207,6 +209,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "routing.probe_endpoints",
         "schedule": UBERLLM["PROBE_PERIOD_S"],
         "options": {"expires": UBERLLM["PROBE_PERIOD_S"]},
+    },
+    # Ledger: close rows a crashed gateway process left pending.
+    "activity-reconcile": {
+        "task": "billing.activity_reconcile",
+        "schedule": 300.0,
+        "options": {"expires": 300.0},
     },
     # R3.4: open each UTC day's hedge budget at 00:00 (and every hour, harmlessly).
     "hedge-budget-open-day": {

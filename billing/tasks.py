@@ -1,0 +1,15 @@
+"""Celery tasks of billing: thin, they call services."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="billing.activity_reconcile")
+def activity_reconcile_task() -> int:
+    """Close Activity rows left pending by a crashed process (idempotent)."""
+    from django.conf import settings
+
+    from .ledger import activity_reconcile
+
+    return activity_reconcile(older_than_s=settings.UBERLLM["RECONCILE_AFTER_S"])

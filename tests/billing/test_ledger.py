@@ -1,0 +1,169 @@
+"""The ledger cannot lose or double a charge, and never bills above the customer's cap."""
+
+import asyncio
+import logging
+import random
+from datetime import timedelta
+from decimal import Decimal
+
+import httpx
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from billing.ledger import AttemptResult, CallResult, activity_finish, activity_open
+from billing.models import Activity, Attempt
+from billing.tasks import activity_reconcile_task
+
+from ..support import TEST_MODEL, wait_finished_rows
+
+PER_MILLION = Decimal(1_000_000)
+
+
+def _result(request_id: str) -> CallResult:
+    return CallResult(
+        request_id=request_id, status="success", http_status=200, provider_slug="alpha",
+        prompt_tokens=100, cached_tokens=10, completion_tokens=5, cost_usd=Decimal("0.00123"),
+        attempts=[AttemptResult(1, None, "bravo", "r", "http_error", 500),
+                  AttemptResult(2, None, "alpha", "r", "success")],
+    )  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_finaliser_replayed_three_times_changes_nothing(tenant):
+    activity_open(request_id="gen-replay", organisation_id=tenant.organisation.id,
+                  api_key_id=tenant.api_key.id, model_slug="m", stream=True,
+                  created_at=timezone.now())  # fmt: skip
+    activity_open(request_id="gen-replay", organisation_id=tenant.organisation.id,
+                  api_key_id=tenant.api_key.id, model_slug="m", stream=True,
+                  created_at=timezone.now())  # fmt: skip
+    assert activity_finish(_result("gen-replay")) is True
+    later = _result("gen-replay")
+    later.cost_usd = Decimal(99)  # a replay with other numbers must not rewrite history
+    assert activity_finish(later) is False
+    assert activity_finish(_result("gen-replay")) is False
+    row = Activity.objects.get()
+    assert row.cost_usd == Decimal("0.00123") and row.attempt_count == 2
+    assert Attempt.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_reconciler_closes_stale_pending_rows_once(tenant):
+    old = timezone.now() - timedelta(hours=3)
+    for request_id, created_at in (("gen-old", old), ("gen-new", timezone.now())):
+        activity_open(request_id=request_id, organisation_id=tenant.organisation.id,
+                      api_key_id=tenant.api_key.id, model_slug="m", stream=True,
+                      created_at=created_at)  # fmt: skip
+    assert activity_reconcile_task() == 1
+    assert activity_reconcile_task() == 0
+    stale, fresh = Activity.objects.get(request_id="gen-old"), Activity.objects.get(
+        request_id="gen-new")  # fmt: skip
+    assert (stale.status, stale.cost_usd) == ("error", 0) and "unfinished" in stale.error_message
+    assert fresh.status == "pending"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_random_requests_respect_max_price_and_totals_agree(gateway, tenant, emulator):
+    rng = random.Random(5)
+    emulator.control("alpha", error_rate=0.3)
+    emulator.control("bravo", fail_after_tokens=3)  # bravo cuts streams after 3 tokens
+    caps, accepted = {}, 0
+    for index in range(40):
+        cap = {"prompt": rng.choice([0.15, 0.25, 1.0]), "completion": rng.choice([0.5, 0.7, 2])}
+        body = {"model": TEST_MODEL, "stream": rng.random() < 0.5, "max_tokens": 6,
+                "messages": [{"role": "user", "content": f"q{index} {'x' * rng.randint(1, 4000)}"}],
+                "provider": {"max_price": cap}}  # fmt: skip
+        response = httpx.post(f"{gateway.api_url}/chat/completions", json=body, timeout=20,
+                              headers={"Authorization": f"Bearer {tenant.key}"})  # fmt: skip
+        assert response.status_code in (200, 404, 502), response.text
+        accepted += response.status_code != 404  # 404: no endpoint under the cap, no row
+        if response.status_code == 200:
+            caps[response.headers["x-generation-id"]] = cap
+    rows = wait_finished_rows(accepted)
+    assert len(rows) == accepted and len(caps) > 10
+    for row in rows:
+        assert row.status == "success" or row.status == "error"
+        if row.status == "error" and row.provider_slug == "":
+            assert row.cost_usd == 0, (row.request_id, row.error_message)  # failed: free
+        if row.request_id in caps:
+            cap = caps[row.request_id]
+            ceiling = (
+                Decimal(str(cap["prompt"])) * row.prompt_tokens
+                + Decimal(str(cap["completion"])) * row.completion_tokens
+            ) / PER_MILLION
+            assert row.cost_usd <= ceiling  # fmt: skip
+    total = sum((r.cost_usd for r in rows), Decimal(0))
+    api = httpx.get(
+        f"{gateway.api_url}/activity", headers={"Authorization": f"Bearer {tenant.key}"}
+    )
+    assert Decimal(api.json()["totals"]["total_cost"]) == total
+    assert api.json()["totals"]["calls"] == len(rows)
+    dashboard = Client()
+    dashboard.force_login(tenant.user)
+    page = dashboard.get("/").content.decode()
+    assert f"{total:.6f}" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_load_with_disconnects_and_faults_leaves_exactly_one_row_each(gateway, tenant, emulator):
+    """Hundreds of concurrent streams, some cut by the client, some failing upstream."""
+    emulator.control("alpha", error_rate=0.2, output_tokens_per_s=400, default_output_tokens=30)
+    emulator.control("bravo", fail_after_tokens=5, output_tokens_per_s=400)
+    total, concurrency = 200, 100
+
+    async def one(client: httpx.AsyncClient, index: int, rng: random.Random) -> str | None:
+        body = {"model": TEST_MODEL, "stream": True, "max_tokens": 20,
+                "messages": [{"role": "user", "content": f"load {index}"}]}  # fmt: skip
+        cut_after = rng.choice([None, None, 1, 3])  # a third of clients leave mid-stream
+        async with client.stream("POST", "/chat/completions", json=body) as response:
+            request_id, seen = response.headers.get("x-generation-id"), 0
+            async for _ in response.aiter_lines():
+                seen += 1
+                if cut_after is not None and seen >= cut_after:
+                    break
+        return request_id
+
+    async def run() -> list[str | None]:
+        limit = asyncio.Semaphore(concurrency)
+        headers = {"Authorization": f"Bearer {tenant.key}"}
+        async with httpx.AsyncClient(
+            base_url=gateway.api_url,
+            headers=headers,
+            timeout=30,
+            limits=httpx.Limits(max_connections=concurrency),
+        ) as client:
+
+            async def bounded(index: int):
+                async with limit:
+                    return await one(client, index, random.Random(index))
+
+            return await asyncio.wait_for(asyncio.gather(*(bounded(i) for i in range(total))), 120)
+
+    ids = asyncio.run(run())
+    rows = wait_finished_rows(total, timeout=60)
+    by_id = {}
+    for row in rows:
+        by_id.setdefault(row.request_id, []).append(row)
+    served_ids = [i for i in ids if i]
+    lost = [i for i in served_ids if i not in by_id]
+    doubled = [i for i, group in by_id.items() if len(group) > 1]
+    print(f"load: {total} requests, {len(rows)} rows, lost {len(lost)}, doubled {len(doubled)}")
+    assert len(rows) == total and not lost and not doubled
+    assert {r.status for r in rows} <= {"success", "error", "cancelled"}
+    assert all(r.cost_usd == 0 for r in rows if r.status == "error" and not r.provider_slug)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_plaintext_key_in_logs(gateway, tenant, emulator, caplog):
+    caplog.set_level(logging.DEBUG)
+    headers = {"Authorization": f"Bearer {tenant.key}"}
+    body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    httpx.post(f"{gateway.api_url}/chat/completions", json=body, headers=headers)
+    httpx.post(f"{gateway.api_url}/chat/completions", json={"model": 1}, headers=headers)
+    emulator.control("alpha", status_override=500)
+    emulator.control("bravo", status_override=500)
+    emulator.control("charlie", status_override=500)
+    httpx.post(f"{gateway.api_url}/chat/completions", json=body, headers=headers)
+    wait_finished_rows(2)
+    secret = tenant.key.split("_")[2]
+    assert secret not in caplog.text and tenant.key not in caplog.text
