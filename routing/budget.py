@@ -15,7 +15,12 @@ from django.db.models import F
 
 from uberllm.aio import db_call
 
-from .models import HedgeBudgetDay
+from .models import NANO, HedgeBudgetDay
+
+
+def nano(usd: Decimal) -> int:
+    """USD as whole nano-dollars, rounded up (a reservation never undercounts)."""
+    return int((usd * NANO).to_integral_value(rounding="ROUND_CEILING"))
 
 
 def utc_today() -> date:
@@ -24,26 +29,27 @@ def utc_today() -> date:
 
 def hedge_budget_open_day(day: date | None = None) -> HedgeBudgetDay:
     """The day's row, created with the configured budget if it does not exist yet."""
-    budget = Decimal(str(settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"]))
+    budget = nano(Decimal(str(settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"])))
     row, _ = HedgeBudgetDay.objects.get_or_create(
-        day=day or utc_today(), defaults={"budget_usd": budget}
+        day=day or utc_today(), defaults={"budget_nanousd": budget}
     )
     return row
 
 
 def hedge_budget_try_reserve(amount: Decimal, day: date | None = None) -> bool:
     """Reserve ``amount`` USD today if the budget left covers it (atomic, all or nothing)."""
-    row = hedge_budget_open_day(day)
+    row, amount_nano = hedge_budget_open_day(day), nano(amount)
     updated = HedgeBudgetDay.objects.filter(
-        id=row.id, spent_usd__lte=F("budget_usd") - amount
-    ).update(spent_usd=F("spent_usd") + amount, hedges=F("hedges") + 1)
+        id=row.id, spent_nanousd__lte=F("budget_nanousd") - amount_nano
+    ).update(spent_nanousd=F("spent_nanousd") + amount_nano, hedges=F("hedges") + 1)
     return updated == 1
 
 
 def hedge_budget_replace(reserved: Decimal, actual: Decimal, day: date | None = None) -> None:
     """Replace a reservation by the real cost (never below zero)."""
+    refund = nano(reserved) - nano(min(actual, reserved))
     HedgeBudgetDay.objects.filter(day=day or utc_today()).update(
-        spent_usd=F("spent_usd") - reserved + min(actual, reserved)
+        spent_nanousd=F("spent_nanousd") - refund
     )
 
 

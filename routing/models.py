@@ -4,6 +4,8 @@ from decimal import Decimal
 
 from django.db import models
 
+NANO = Decimal(1_000_000_000)  # nano-dollars per dollar
+
 
 class SpeedSample(models.Model):
     """One measured time to first token of an endpoint, in a prompt-size bucket.
@@ -34,14 +36,15 @@ class SpeedSample(models.Model):
 class HedgeBudgetDay(models.Model):
     """The hedge budget of one UTC day (R3.4), shared by every gateway process.
 
-    Spending is one conditional UPDATE (``spent + x <= budget``), atomic on PostgreSQL and
-    SQLite alike; a new day is a new row, so a restart can neither reset it early nor
-    spend it twice.
+    Amounts are whole nano-dollars (exact integer arithmetic on every database; SQLite
+    would do decimals in floating point). Spending is one conditional UPDATE
+    (``spent + x <= budget``), atomic on PostgreSQL and SQLite alike; a new day is a new
+    row, so a restart can neither reset it early nor spend it twice.
     """
 
     day = models.DateField(unique=True)
-    budget_usd = models.DecimalField(max_digits=14, decimal_places=6)
-    spent_usd = models.DecimalField(max_digits=20, decimal_places=10, default=Decimal(0))
+    budget_nanousd = models.BigIntegerField()
+    spent_nanousd = models.BigIntegerField(default=0)
     hedges = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -49,6 +52,14 @@ class HedgeBudgetDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day}: {self.spent_usd} of {self.budget_usd} USD"
+
+    @property
+    def budget_usd(self) -> Decimal:
+        return Decimal(self.budget_nanousd) / NANO
+
+    @property
+    def spent_usd(self) -> Decimal:
+        return Decimal(self.spent_nanousd) / NANO
 
 
 class ProbeResult(models.Model):

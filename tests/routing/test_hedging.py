@@ -122,7 +122,7 @@ def test_exhausted_budget_stops_hedging_until_the_next_day(
     _measure_both_fast(client)
     emulator.reset()
     day = budget.utc_today()
-    HedgeBudgetDay.objects.create(day=day, budget_usd=Decimal(1), spent_usd=Decimal(1))
+    HedgeBudgetDay.objects.create(day=day, budget_nanousd=10**9, spent_nanousd=10**9)
     emulator.control("alpha", ttft_base_s=0.8)
     _, provider, _ = _stream_text(client, fresh(LONG))
     assert provider == "alpha" and len(emulator.log("bravo")) == 0  # no budget: no hedge
@@ -160,3 +160,42 @@ def test_keepalive_comments_while_waiting_for_the_first_token(gateway, tenant, e
     first_data = next(i for i, line in enumerate(lines) if line.startswith("data: "))
     assert first_data >= 2 and all(line == ": PROCESSING" for line in lines[:first_data])
     assert lines[-1] == "data: [DONE]"
+
+
+def test_admin_shows_daily_hedge_spend_against_budget(admin_client):
+    HedgeBudgetDay.objects.create(day=budget.utc_today(), budget_nanousd=4 * 10**9,
+                                  spent_nanousd=10**9, hedges=3)  # fmt: skip
+    page = admin_client.get("/admin/routing/hedgebudgetday/").content.decode()
+    assert "25%" in page and "4.000000" in page
+
+
+def test_two_processes_never_overspend_the_budget(transactional_db):
+    """Two OS processes reserve from one day's budget at once: exactly what fits."""
+    import os
+    import subprocess
+    import sys
+
+    from ..support import database_url
+
+    HedgeBudgetDay.objects.create(day=budget.utc_today(), budget_nanousd=10**9)
+    script = (
+        "import django; django.setup()\n"
+        "from decimal import Decimal\n"
+        "from routing.budget import hedge_budget_try_reserve\n"
+        "print(sum(hedge_budget_try_reserve(Decimal('0.01')) for _ in range(80)))\n"
+    )
+    env = {**os.environ, "DATABASE_URL": database_url(), "UBERLLM_READ_DOT_ENV": "false",
+           "DJANGO_SETTINGS_MODULE": "uberllm.settings"}  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            env=env,
+            cwd=settings.BASE_DIR,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    granted = sum(int(proc.communicate(timeout=120)[0].strip()) for proc in procs)
+    day = HedgeBudgetDay.objects.get()
+    assert granted == 100 and day.spent_usd == Decimal("1.00") and day.hedges == 100
