@@ -128,3 +128,10 @@ async def open_stream(call: UpstreamCall) -> UpstreamStream:
             "http", _error_message(body, response.status_code), response.status_code
         )
     return UpstreamStream(response)
+
+
+async def close_client() -> None:
+    """Close this loop's pooled client (a short-lived loop, e.g. a Celery task's)."""
+    client = _clients.pop(asyncio.get_running_loop(), None)
+    if client is not None:
+        await client.aclose()
