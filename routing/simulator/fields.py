@@ -1,0 +1,91 @@
+"""Field names, defaults and validation shared by the scenario parser."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+ENDPOINT_DEFAULTS: dict[str, Any] = {
+    "provider": None,
+    "price_input": None,
+    "price_cache_read": None,
+    "price_cache_write": 0.0,
+    "price_output": None,
+    "context_length": 262_144,
+    "ttft_base_s": 0.35,
+    "prefill_tokens_per_s": 8000.0,
+    "cached_prefill_speedup": 10.0,
+    "slow_above_tokens": None,
+    "slow_factor": 1.0,
+    "jitter": {"kind": "none"},
+    "stall": {"probability": 0.0, "extra_s": [3.0, 8.0]},
+    "output_tokens_per_s": 80.0,
+    "error_rate": 0.0,
+    "error_delay_s": 0.2,
+    "status_override": None,
+    "down": False,
+    "rate_limit_rate": 0.0,
+    "rate_limit_delay_s": 0.15,
+    "concurrency_cap": None,
+    "cache_ttl_s": 300.0,
+    "cache_hit_rate": 1.0,
+}
+REQUIRED_ENDPOINT = ("provider", "price_input", "price_cache_read", "price_output")
+PRICE_FIELDS = frozenset({"price_input", "price_cache_read", "price_cache_write", "price_output"})
+GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/settings.py)
+    "hedge_budget_usd_per_day": 5.0,
+    "hedge_delay_s": 1.0,
+    "hedge_delayed_from_tokens": 32_000,
+    "hedge_immediate_from_tokens": 128_000,
+    "probe_period_s": 300.0,
+    "probe_sizes": [20_000, 60_000, 150_000],
+    "probe_timeout_s": 90.0,
+    "first_token_timeout_s": 180.0,
+    "exploration_rate": 0.05,
+    "max_attempts": 4,
+    "unusable_window_s": 900.0,
+    "speed_window_size": 50,
+    "speed_max_age_s": 6 * 3600.0,
+}
+
+
+class ScenarioError(ValueError):
+    """The scenario file is invalid; the message says where."""
+
+
+def known(data: Mapping[str, Any], allowed: set[str] | Mapping[str, Any], where: str) -> dict:
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{where}: expected an object")
+    unknown = sorted(k for k in data if not k.startswith("_") and k not in allowed)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def endpoint_fields(data: Mapping[str, Any], where: str, *, partial: bool) -> dict[str, Any]:
+    """Validated endpoint fields, with ``jitter``/``stall`` flattened to
+    ``jitter_sigma``, ``stall_probability``, ``stall_min_s``, ``stall_max_s``."""
+    given = known(data, ENDPOINT_DEFAULTS, where)
+    values = dict(given) if partial else {**ENDPOINT_DEFAULTS, **given}
+    if not partial:
+        missing = [k for k in REQUIRED_ENDPOINT if values.get(k) is None]
+        if missing:
+            raise ScenarioError(f"{where}: missing {', '.join(missing)}")
+    if "jitter" in values:
+        jitter = values.pop("jitter") or {"kind": "none"}
+        if jitter.get("kind", "none") not in ("none", "lognormal"):
+            raise ScenarioError(f"{where}: jitter.kind must be none or lognormal")
+        sigma = float(jitter.get("sigma", 0.25))
+        values["jitter_sigma"] = sigma if jitter.get("kind") == "lognormal" else 0.0
+    if "stall" in values:
+        stall = values.pop("stall") or {}
+        low, high = stall.get("extra_s", [3.0, 8.0])
+        values.update(
+            stall_probability=float(stall.get("probability", 0.0)),
+            stall_min_s=float(low),
+            stall_max_s=float(high),
+        )
+    for key, value in values.items():
+        if key in PRICE_FIELDS and (not isinstance(value, int | float) or value < 0):
+            raise ScenarioError(f"{where}: {key} must be a number >= 0")
+    return values

@@ -1,0 +1,171 @@
+"""The simulated providers: what each attempt would do, what providers have cached, and
+what they bill. One ``Market`` per strategy run (in-flight counts and prompt caches
+depend on where the strategy sent traffic); the random draws do not (see randomness).
+
+An attempt's outcome, in this order: ``down`` -> connect failure; ``status_override``
+-> that HTTP status; prompt over ``context_length`` -> 400; ``concurrency_cap`` reached
+-> 429; ``rate_limit_rate`` -> 429; ``error_rate`` -> 500; otherwise a first token after
+``(ttft_base_s + prefill) x exp(jitter_sigma x N(0,1)) [+ stall]`` where prefill =
+``uncached / prefill_tokens_per_s + cached / (prefill_tokens_per_s x
+cached_prefill_speedup)``, x ``slow_factor`` above ``slow_above_tokens`` (the
+emulator's formula); a first token later than the timeout is a ``timeout`` failure.
+"""
+
+from __future__ import annotations
+
+import math
+
+from routing.core import EndpointInfo
+
+from .randomness import mix, normal, uniforms
+from .scenario import PRICE_FIELDS, EventSpec, Scenario
+from .traffic import SimRequest
+
+OK, HTTP, CONNECT, TIMEOUT = "ok", "http", "connect", "timeout"
+PER_MILLION = 1_000_000.0
+
+# An outcome: (kind, http status or None, seconds from start to first token or failure,
+# cached prompt tokens read).
+Outcome = tuple[str, int | None, float, int]
+
+
+class EndpointState:
+    """One endpoint's live behaviour (scenario fields, changed by timed events)."""
+
+    def __init__(self, fields: dict, model: int) -> None:
+        self.model = model
+        self.__dict__.update(fields)
+        self.catalog_cache_ttl_s = fields["cache_ttl_s"]
+        self.info = self.make_info()
+
+    def make_info(self) -> EndpointInfo:
+        """The catalog entry the gateway routes with (prices follow price events)."""
+        return EndpointInfo(
+            endpoint_id=self.endpoint_id,
+            provider_slug=self.provider,
+            price_input=self.price_input,
+            price_cache_read=self.price_cache_read,
+            price_cache_write=self.price_cache_write,
+            price_output=self.price_output,
+            context_length=self.context_length,
+        )
+
+
+class Market:
+    """Endpoints by id (``endpoints[id]``, id 0 unused), in-flight counts and caches."""
+
+    def __init__(self, scenario: Scenario, seed: int) -> None:
+        self.seed = seed
+        self.timeout_s = float(scenario.gateway["first_token_timeout_s"])
+        self.endpoints: list[EndpointState] = [None]  # type: ignore[list-item]
+        self.by_model: list[list[EndpointState]] = []
+        for model in scenario.models:
+            states = [EndpointState(dict(fields), model.index) for fields in model.endpoints]
+            self.endpoints.extend(states)
+            self.by_model.append(states)
+        self.infos: list[tuple[EndpointInfo, ...]] = [
+            tuple(s.info for s in states) for states in self.by_model
+        ]
+        self.inflight = [0] * len(self.endpoints)
+        self._cache: dict[tuple[int, int], tuple[float, int]] = {}
+        self._saved: dict[tuple[int, int, str], object] = {}
+
+    # --- timed events ------------------------------------------------------------------
+    def apply_event(self, number: int, event: EventSpec, starting: bool) -> None:
+        """Start (or end, restoring what it changed) one scenario event."""
+        for endpoint_id in event.endpoint_ids:
+            state = self.endpoints[endpoint_id]
+            for name, value in event.fields.items():
+                key = (number, endpoint_id, name)
+                if starting:
+                    self._saved[key] = getattr(state, name)
+                    setattr(state, name, value)
+                elif key in self._saved:
+                    setattr(state, name, self._saved.pop(key))
+            if PRICE_FIELDS & event.fields.keys():
+                state.info = state.make_info()
+                self.infos[state.model] = tuple(s.info for s in self.by_model[state.model])
+
+    # --- prompt caches -----------------------------------------------------------------
+    def cached_tokens(self, endpoint_id: int, request: SimRequest, now: float) -> int:
+        """Prompt tokens this endpoint really has cached for ``request`` now."""
+        best = 0
+        if request.cache_key >= 0:
+            entry = self._cache.get((endpoint_id, request.cache_key))
+            if entry is not None and entry[0] > now:
+                best = min(entry[1], request.prompt_tokens)
+        if request.shared_key >= 0 and best < request.shared_tokens:
+            entry = self._cache.get((endpoint_id, -1 - request.shared_key))
+            if entry is not None and entry[0] > now:
+                best = request.shared_tokens
+        return best
+
+    def write_cache(self, endpoint_id: int, request: SimRequest, now: float) -> None:
+        """The endpoint prefilled ``request``: its prompt is cached for cache_ttl_s."""
+        expires = now + self.endpoints[endpoint_id].cache_ttl_s
+        if request.cache_key >= 0:
+            self._cache[(endpoint_id, request.cache_key)] = (expires, request.prompt_tokens)
+        if request.shared_key >= 0:
+            self._cache[(endpoint_id, -1 - request.shared_key)] = (expires, request.shared_tokens)
+
+    def purge(self, now: float) -> None:
+        expired = [key for key, (expires, _) in self._cache.items() if expires <= now]
+        for key in expired:
+            del self._cache[key]
+
+    # --- attempts ----------------------------------------------------------------------
+    def outcome(self, request: SimRequest, endpoint_id: int, now: float, nth: int = 0) -> Outcome:
+        """What an attempt of ``request`` at ``endpoint_id`` started now would do (pure:
+        reads the in-flight count and caches, changes nothing)."""
+        s = self.endpoints[endpoint_id]
+        if s.down:
+            return (CONNECT, None, s.error_delay_s, 0)
+        if s.status_override is not None:
+            return (HTTP, s.status_override, s.error_delay_s, 0)
+        if request.prompt_tokens + 1 > s.context_length:
+            return (HTTP, 400, s.error_delay_s, 0)
+        if s.concurrency_cap is not None and self.inflight[endpoint_id] >= s.concurrency_cap:
+            return (HTTP, 429, s.rate_limit_delay_s, 0)
+        u = uniforms(mix(self.seed, request.rseed, endpoint_id, nth), 7)
+        if u[0] < s.rate_limit_rate:
+            return (HTTP, 429, s.rate_limit_delay_s, 0)
+        if u[1] < s.error_rate:
+            return (HTTP, 500, s.error_delay_s, 0)
+        cached = self.cached_tokens(endpoint_id, request, now) if u[2] < s.cache_hit_rate else 0
+        ttft = self.ttft(s, request.prompt_tokens, cached, u[3], u[4], u[5], u[6])
+        if ttft > self.timeout_s:
+            return (TIMEOUT, None, self.timeout_s, 0)
+        return (OK, None, ttft, cached)
+
+    @staticmethod
+    def ttft(
+        s: EndpointState, prompt: int, cached: int, u1: float, u2: float, u3: float, u4: float
+    ) -> float:
+        """Noise-applied time to first token (see the module doc)."""
+        rate = s.prefill_tokens_per_s
+        prefill = (prompt - cached) / rate + cached / (rate * s.cached_prefill_speedup)
+        if s.slow_above_tokens is not None and prompt > s.slow_above_tokens:
+            prefill *= s.slow_factor
+        ttft = s.ttft_base_s + prefill
+        if s.jitter_sigma:
+            ttft *= math.exp(s.jitter_sigma * normal(u1, u2))
+        if u3 < s.stall_probability:
+            ttft += s.stall_min_s + (s.stall_max_s - s.stall_min_s) * u4
+        return ttft
+
+    def stream_s(self, endpoint_id: int, output_tokens: int) -> float:
+        """Seconds from the first token to the last."""
+        return max(0, output_tokens - 1) / self.endpoints[endpoint_id].output_tokens_per_s
+
+    def cost(self, endpoint_id: int, request: SimRequest, cached: int, output_tokens: int) -> float:
+        """USD the provider bills: uncached prompt tokens at the input price (at the cache
+        write price, when the endpoint has one, for prompts it caches), cached ones at the
+        cache-read price, output at the output price."""
+        s = self.endpoints[endpoint_id]
+        uncached = request.prompt_tokens - cached
+        write = s.price_cache_write if s.price_cache_write and request.cache_key >= 0 else 0.0
+        return (
+            uncached * (write or s.price_input)
+            + cached * s.price_cache_read
+            + output_tokens * s.price_output
+        ) / PER_MILLION

@@ -1,0 +1,158 @@
+"""Per-request results of one strategy run and their summary (the report's numbers).
+
+Times are simulated seconds measured from the request's arrival: ``ttft`` to the first
+token the customer gets (retries and hedges included), ``whole`` to the last token.
+Costs are USD: ``cost`` is what the customer is billed (the serving provider's bill,
+R6.1; $0 for a request that failed, R4.2); hedge losers and probes are platform cost.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .runs import Run
+
+BUCKET_NAMES = ("<8k", "8k-32k", "32k-128k", ">128k")
+LONG_TOKENS = 32_000
+
+
+def percentile(sorted_values: list[float], q: float) -> float | None:
+    """Linear-interpolated percentile (q in [0, 100]) of ascending values."""
+    if not sorted_values:
+        return None
+    position = (len(sorted_values) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def _r(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _times(values: list[float]) -> dict[str, Any]:
+    values = sorted(values)
+    return {
+        "n": len(values),
+        "mean": _r(sum(values) / len(values)) if values else None,
+        "p50": _r(percentile(values, 50)),
+        "p90": _r(percentile(values, 90)),
+        "p95": _r(percentile(values, 95)),
+    }
+
+
+class Metrics:
+    """Collects one record per finished request, plus platform costs."""
+
+    def __init__(self, provider_of: dict[int, str], window_s: float = 300.0) -> None:
+        self.provider_of = provider_of
+        self.window_s = window_s
+        self.records: list[tuple] = []
+        self.hedge_spend = 0.0
+        self.probe_spend = 0.0
+        self.probes = 0
+        self.probe_failures = 0
+        self.hedge_legs = 0
+        # (window, bucket index) -> endpoint id -> requests whose first attempt went there
+        self.first_choice: dict[tuple[int, int], dict[int, int]] = defaultdict(
+            lambda: defaultdict(int)
+        )
+
+    def record(self, run: Run, now: float, failed: bool) -> None:
+        request = run.request
+        ttft = None if failed or run.ttft_at is None else run.ttft_at - request.t
+        best = run.best_ttft
+        fast = None if best is None or ttft is None else (ttft <= 2 * best or ttft < 1.0)
+        served = 0 if failed or run.winner is None else run.winner.endpoint_id
+        self.records.append(
+            (
+                request.bucket_index,
+                request.stream,
+                request.prompt_tokens,
+                request.output_tokens,
+                failed,
+                ttft,
+                now - request.t,
+                run.cost,
+                run.failures > 0,
+                run.hit429,
+                run.hedged,
+                run.lost_s,
+                served,
+                fast,
+            )
+        )
+        window = int(request.t // self.window_s)
+        self.first_choice[(window, request.bucket_index)][run.first_endpoint] += 1
+
+    def summary(self) -> dict[str, Any]:
+        rows = self.records
+        n = len(rows) or 1
+        served = [r for r in rows if not r[4]]
+        long_streams = [r for r in served if r[1] and r[2] >= LONG_TOKENS]
+        cost = sum(r[7] for r in rows)
+        tokens = sum(r[2] + r[3] for r in served) or 1
+        by_provider: dict[str, int] = defaultdict(int)
+        by_bucket: list[dict[str, int]] = [defaultdict(int) for _ in BUCKET_NAMES]
+        for r in served:
+            by_provider[self.provider_of[r[12]]] += 1
+            by_bucket[r[0]][self.provider_of[r[12]]] += 1
+        fast = [r[13] for r in served if r[13] is not None]
+        return {
+            "requests": len(rows),
+            "failed_share": _r(sum(r[4] for r in rows) / n, 5),
+            "ttft_s": _times([r[5] for r in served]),
+            "ttft_s_by_bucket": {
+                name: _times([r[5] for r in served if r[0] == index])
+                for index, name in enumerate(BUCKET_NAMES)
+            },
+            "whole_request_s": _times([r[6] for r in served]),
+            "cost_usd_per_1k_requests": _r(1000 * cost / n, 5),
+            "cost_usd_per_1m_tokens": _r(1e6 * cost / tokens, 5),
+            "long_streams": {
+                "n": len(long_streams),
+                "cost_usd_per_1k": _r(
+                    1000 * sum(r[7] for r in long_streams) / (len(long_streams) or 1), 5
+                ),
+                "ttft_s": _times([r[5] for r in long_streams]),
+            },
+            "retry_share": _r(sum(r[8] for r in rows) / n, 5),
+            "share_with_429": _r(sum(r[9] for r in rows) / n, 5),
+            "hedged_share": _r(sum(r[10] for r in rows) / n, 5),
+            "hedge_spend_usd": _r(self.hedge_spend, 5),
+            "probe_spend_usd": _r(self.probe_spend, 5),
+            "probes": self.probes,
+            "platform_usd_per_1k_requests": _r(1000 * (self.hedge_spend + self.probe_spend) / n, 5),
+            "lost_ms_per_request": _r(1000 * sum(r[11] for r in rows) / n, 1),
+            "fast_enough_share": _r(sum(fast) / (len(fast) or 1), 5),
+            "provider_share": {
+                slug: _r(count / (len(served) or 1), 5)
+                for slug, count in sorted(by_provider.items())
+            },
+            "provider_share_by_bucket": {
+                name: {
+                    slug: _r(count / (sum(by_bucket[index].values()) or 1), 4)
+                    for slug, count in sorted(by_bucket[index].items())
+                }
+                for index, name in enumerate(BUCKET_NAMES)
+            },
+        }
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Per window and bucket: share of first attempts per provider."""
+        out = []
+        for (window, bucket), counts in sorted(self.first_choice.items()):
+            total = sum(counts.values())
+            shares: dict[str, float] = defaultdict(float)
+            for endpoint_id, count in counts.items():
+                shares[self.provider_of.get(endpoint_id, "-")] += count / total
+            out.append(
+                {
+                    "from_min": round(window * self.window_s / 60, 2),
+                    "bucket": BUCKET_NAMES[bucket],
+                    "requests": total,
+                    "first_choice_share": {k: round(v, 4) for k, v in sorted(shares.items())},
+                }
+            )
+        return out

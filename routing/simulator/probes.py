@@ -1,0 +1,126 @@
+"""Probes (R5) on the virtual clock, as routing/probes.py runs them.
+
+At the start of every ``probe_period_s`` cycle: one max_tokens=1 call per endpoint and
+probe size that fits its context, with a fresh (uncached) prompt. When the live
+gateway's confirmation rule is available (routing.core.probe), a probe that disagrees
+with the bucket's typical TTFT by more than 2x is followed at once by two more; if most
+of them shift the same way the bucket's window restarts from these probes. The calls
+of one probe must finish within ``probe_timeout_s`` in all; a failure marks the
+endpoint unusable and records nothing. Every answered call (prompt + one output token)
+is platform cost.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from routing.core import bucket_for
+
+from .market import OK
+from .randomness import mix
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+try:  # the confirmation rule may not exist in every version of the core
+    from routing.core.probe import CONFIRMATIONS, confirmed_shift, shift_direction
+except ImportError:  # pragma: no cover - older core: single probes
+    CONFIRMATIONS, confirmed_shift, shift_direction = 0, None, None
+
+
+class ProbeRequest:
+    """The market's view of a probe: a fresh prompt, nothing cached, one output token."""
+
+    __slots__ = (
+        "cache_key",
+        "output_tokens",
+        "prompt_tokens",
+        "rseed",
+        "shared_key",
+        "shared_tokens",
+    )
+
+    def __init__(self, prompt_tokens: int, rseed: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.rseed = rseed
+        self.cache_key = self.shared_key = -1
+        self.shared_tokens = 0
+        self.output_tokens = 1
+
+
+class Probe:
+    """One (cycle, endpoint, size) probe and its confirmations."""
+
+    __slots__ = ("cycle", "endpoint_id", "size", "started", "ttfts", "typical")
+
+    def __init__(self, cycle: int, endpoint_id: int, size: int, started: float) -> None:
+        self.cycle = cycle
+        self.endpoint_id = endpoint_id
+        self.size = size
+        self.started = started
+        self.ttfts: list[float] = []
+        self.typical: float | None = None
+
+
+class Prober:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        gateway = engine.scenario.gateway
+        self.period = float(gateway["probe_period_s"])
+        self.sizes = [int(size) for size in gateway["probe_sizes"]]
+        self.timeout = float(gateway["probe_timeout_s"])
+
+    def start(self) -> None:
+        if self.engine.strategy.uses_probes and self.period > 0:
+            self.engine.at(0.0, self.cycle, 0)
+
+    def cycle(self, number: int) -> None:
+        engine = self.engine
+        now = engine.now
+        if now > engine.traffic.duration_s:
+            return
+        engine.market.purge(now)
+        for state in engine.market.endpoints[1:]:
+            for size in self.sizes:
+                if size + 1 <= state.context_length:
+                    self._call(Probe(number, state.endpoint_id, size, now))
+        engine.at(now + self.period, self.cycle, number + 1)
+
+    def _call(self, probe: Probe) -> None:
+        engine = self.engine
+        market, now = engine.market, engine.now
+        key = mix(
+            engine.seed, 0x9B0BE, probe.cycle, probe.endpoint_id, probe.size, len(probe.ttfts)
+        )
+        request = ProbeRequest(probe.size, key)
+        kind, _, delay, _ = market.outcome(request, probe.endpoint_id, now)  # type: ignore[arg-type]
+        ok = kind == OK and now + delay - probe.started <= self.timeout
+        if not ok:
+            delay = min(delay, max(0.0, probe.started + self.timeout - now))
+        market.inflight[probe.endpoint_id] += 1
+        engine.metrics.probes += 1
+        engine.at(now + delay, self._done, (probe, ok, delay))
+
+    def _done(self, arg: tuple[Probe, bool, float]) -> None:
+        probe, ok, ttft = arg
+        engine = self.engine
+        market, strategy, now = engine.market, engine.strategy, engine.now
+        market.inflight[probe.endpoint_id] -= 1
+        if not ok:
+            engine.metrics.probe_failures += 1
+            strategy.on_probe(probe.endpoint_id, probe.size, None, False, now)
+            return
+        cost = market.cost(probe.endpoint_id, ProbeRequest(probe.size, 0), 0, 1)  # type: ignore[arg-type]
+        engine.metrics.probe_spend += cost
+        probe.ttfts.append(ttft)
+        bucket = bucket_for(probe.size)
+        if len(probe.ttfts) == 1 and shift_direction is not None:
+            probe.typical = strategy.probe_typical(probe.endpoint_id, bucket, now)
+            if shift_direction(probe.typical, ttft) != 0:
+                self._call(probe)  # confirm at once
+                return
+        elif 1 < len(probe.ttfts) <= CONFIRMATIONS:
+            self._call(probe)
+            return
+        restart = len(probe.ttfts) > 1 and bool(confirmed_shift(probe.typical, probe.ttfts))
+        strategy.on_probe(probe.endpoint_id, probe.size, probe.ttfts, restart, now)

@@ -1,0 +1,96 @@
+"""Text tables and the JSON document of a simulation (one column per strategy)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Summary = dict[str, Any]
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:.3f}"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _bucket(name: str, stat: str) -> Callable[[Summary], str]:
+    return lambda s: _s(s["ttft_s_by_bucket"][name][stat])
+
+
+ROWS: list[tuple[str, Callable[[Summary], str]]] = [
+    ("TTFT p50 (s)", lambda s: _s(s["ttft_s"]["p50"])),
+    ("TTFT p90 (s)", lambda s: _s(s["ttft_s"]["p90"])),
+    ("TTFT p95 (s)", lambda s: _s(s["ttft_s"]["p95"])),
+    *[
+        row
+        for name in ("<8k", "8k-32k", "32k-128k", ">128k")
+        for row in (
+            (f"TTFT {name} mean (s)", _bucket(name, "mean")),
+            (
+                f"TTFT {name} p50/p90/p95",
+                lambda s, n=name: " / ".join(
+                    _s(s["ttft_s_by_bucket"][n][q]) for q in ("p50", "p90", "p95")
+                ),
+            ),
+        )
+    ],
+    ("whole request p50 (s)", lambda s: _s(s["whole_request_s"]["p50"])),
+    ("whole request p95 (s)", lambda s: _s(s["whole_request_s"]["p95"])),
+    ("cost / 1k requests", lambda s: _usd(s["cost_usd_per_1k_requests"])),
+    ("cost / 1M tokens", lambda s: _usd(s["cost_usd_per_1m_tokens"])),
+    ("streams >32k: cost / 1k", lambda s: _usd(s["long_streams"]["cost_usd_per_1k"])),
+    ("streams >32k: TTFT mean (s)", lambda s: _s(s["long_streams"]["ttft_s"]["mean"])),
+    ("streams >32k: TTFT p90 (s)", lambda s: _s(s["long_streams"]["ttft_s"]["p90"])),
+    ("needed a retry", lambda s: _pct(s["retry_share"])),
+    ("met a 429", lambda s: _pct(s["share_with_429"])),
+    ("hedged", lambda s: _pct(s["hedged_share"])),
+    ("failed (all attempts)", lambda s: _pct(s["failed_share"])),
+    ("hedge spend (platform)", lambda s: _usd(s["hedge_spend_usd"])),
+    ("probe spend (platform)", lambda s: _usd(s["probe_spend_usd"])),
+    ("lost on failed tries (ms/req)", lambda s: _ms(s["lost_ms_per_request"])),
+    ("served fast enough", lambda s: _pct(s["fast_enough_share"])),
+]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_report(document: dict[str, Any]) -> str:
+    """The human-readable report: a metrics table and a provider-share table, one
+    column per strategy."""
+    results: dict[str, Summary] = document["strategies"]
+    names = list(results)
+    head = (
+        f"scenario {document['scenario']}  seed {document['seed']}  "
+        f"requests {document['requests']}  simulated {document['simulated_minutes']:.0f} min"
+    )
+    metrics = _table(
+        ["metric", *names], [[label, *(fn(results[n]) for n in names)] for label, fn in ROWS]
+    )
+    providers = sorted({p for n in names for p in results[n]["provider_share"]})
+    shares = _table(
+        ["provider share", *names],
+        [[p, *(_pct(results[n]["provider_share"].get(p, 0.0)) for n in names)] for p in providers],
+    )
+    return f"{head}\n\n{metrics}\n\n{shares}\n"

@@ -1,0 +1,102 @@
+"""Simple baselines, all through plan_route() so filters (context, max_price, customer
+options) and prices are the core's:
+
+- ``cheapest-input``: the seed's "before": every request to the lowest plain input
+  price (plan_route sort=price with no cache reads and no output counted), failures
+  to the next cheapest; no statistics, no marks, no hedging.
+- ``cheapest-effective``: cheapest for this request's token mix incl. cache reads
+  (sort=price with the remembered prefixes and expected output), no speed awareness.
+- ``fastest``: lowest typical TTFT in the bucket (sort=latency) from the same
+  statistics as smart (SpeedBook fed by its calls and by probes), unusable marks, and
+  5% exploration of endpoints with too little data, price ignored; no hedging.
+"""
+
+from __future__ import annotations
+
+from routing.core import RequestFeatures
+from routing.core.types import RoutePlan
+
+from ..runs import Leg, Run
+from .base import SimContext, Step, Strategy, core_plan, first_of, with_sort
+from .knowledge import Knowledge
+
+
+class CheapestInput(Strategy):
+    name = "cheapest-input"
+
+    def first(self, run: Run, now: float) -> Step | None:
+        request = run.request
+        features = RequestFeatures(request.prompt_tokens, 0, stream=request.stream)
+        run.plan = core_plan(self, run, features, with_sort(request.options, "price"))
+        return first_of(self, run)
+
+
+class CheapestEffective(Strategy):
+    name = "cheapest-effective"
+
+    def __init__(self, sim: SimContext) -> None:
+        super().__init__(sim)
+        self.knowledge = Knowledge(self.gateway, sim.market)
+
+    def first(self, run: Run, now: float) -> Step | None:
+        request = run.request
+        features = self.knowledge.features(run, self.models[request.model].slug, now)
+        run.plan = core_plan(self, run, features, with_sort(request.options, "price"))
+        return first_of(self, run)
+
+    def on_success(self, run: Run, leg: Leg, now: float) -> None:
+        self.knowledge.success(run, leg, self.models[run.request.model].slug, now)
+
+
+class Fastest(Strategy):
+    name = "fastest"
+    uses_probes = True
+
+    def __init__(self, sim: SimContext) -> None:
+        super().__init__(sim)
+        self.knowledge = Knowledge(self.gateway, sim.market)
+        self.rng = sim.rng(self.name)
+        self.exploration_rate = float(self.gateway["exploration_rate"])
+
+    def first(self, run: Run, now: float) -> Step | None:
+        request = run.request
+        knowledge = self.knowledge
+        features = knowledge.features(run, self.models[request.model].slug, now)
+        options = with_sort(request.options, "latency")
+        plan = core_plan(
+            self, run, features, options, knowledge.summary(now), knowledge.unusable(now)
+        )
+        run.plan = self._explore(plan) if not options.order else plan
+        return first_of(self, run)
+
+    def _explore(self, plan: RoutePlan) -> RoutePlan:
+        """R2.6 for a latency sort: sometimes try an endpoint without data first."""
+        pool = [
+            c
+            for c in plan.choices[1:]
+            if c.typical_ttft_s is None and not c.reason.startswith("last resort")
+        ]
+        if not pool or self.rng.random() >= self.exploration_rate:
+            return plan
+        explored = pool[self.rng.randrange(len(pool))]
+        rest = tuple(c for c in plan.choices if c is not explored)
+        return RoutePlan((explored, *rest), plan.bucket, plan.strategy)
+
+    def on_failure(self, run: Run, leg: Leg, now: float) -> None:
+        self.knowledge.failure(leg, now)
+
+    def on_success(self, run: Run, leg: Leg, now: float) -> None:
+        self.knowledge.success(run, leg, self.models[run.request.model].slug, now)
+
+    def probe_typical(self, endpoint_id: int, bucket: str, now: float) -> float | None:
+        return self.knowledge.summary(now).typical(endpoint_id, bucket)
+
+    def on_probe(
+        self,
+        endpoint_id: int,
+        prompt_tokens: int,
+        ttfts: list[float] | None,
+        restart: bool,
+        now: float,
+    ) -> None:
+        self.knowledge.probe(endpoint_id, prompt_tokens, ttfts, restart, now)

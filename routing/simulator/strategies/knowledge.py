@@ -1,0 +1,104 @@
+"""What the gateway knows, kept with the core's own classes on the virtual clock: speed
+statistics (SpeedBook, R2.1/R2.2), unusable marks (UnusableMarks, R2.7), remembered
+prompt prefixes (PrefixCache, R2.3) and expected output sizes (OutputEstimator).
+
+It learns as routing/learning.py and routing/probes.py do: after a served call ends, a
+TTFT sample of the attempt that served it (hedge losers cancelled before their first
+token and failed attempts give none), its throughput and its prompt prefixes; a mark
+after a refused call or a failed probe; marks are never cleared early (they expire).
+"""
+
+from __future__ import annotations
+
+from routing.core import (
+    OutputEstimator,
+    PrefixCache,
+    RequestFeatures,
+    SpeedBook,
+    SpeedSample,
+    SpeedSummary,
+    UnusableMarks,
+    bucket_for,
+    classify_failure,
+)
+
+from ..market import Market
+from ..runs import Leg, Run
+
+EXPIRE_EVERY_S = 60.0  # SpeedBook age expiry is applied at most once a simulated minute
+PURGE_EVERY_S = 600.0
+
+
+class Knowledge:
+    """The gateway's learned state for one strategy run."""
+
+    def __init__(self, gateway: dict, market: Market) -> None:
+        self.market = market
+        self.book = SpeedBook(int(gateway["speed_window_size"]), gateway["speed_max_age_s"])
+        self.marks = UnusableMarks(window_s=float(gateway["unusable_window_s"]))
+        self.prefixes = PrefixCache()
+        self.outputs = OutputEstimator()
+        self._expired_at = -EXPIRE_EVERY_S
+        self._purged_at = 0.0
+        self._summary: SpeedSummary | None = None
+
+    def summary(self, now: float) -> SpeedSummary:
+        if now - self._expired_at >= EXPIRE_EVERY_S:
+            self._expired_at = now
+            return self.book.summary(now)
+        return self.book.summary()
+
+    def unusable(self, now: float) -> frozenset[int]:
+        return self.marks.unusable_ids(now)
+
+    def features(self, run: Run, slug: str, now: float) -> RequestFeatures:
+        """RequestFeatures as routing/decide.py builds them (exact prompt tokens)."""
+        request = run.request
+        cached: dict[int, int] = {}
+        lookup = request.lookup_prefixes()
+        if lookup:
+            if now - self._purged_at >= PURGE_EVERY_S:
+                self._purged_at = now
+                self.prefixes.purge(now)
+            endpoints = self.market.by_model[request.model]
+            for state in endpoints:
+                tokens = self.prefixes.cached_tokens(state.endpoint_id, lookup, now)
+                if tokens:
+                    cached[state.endpoint_id] = tokens
+        expected = self.outputs.expected(slug, request.bucket, None)
+        return RequestFeatures(request.prompt_tokens, expected, cached, stream=request.stream)
+
+    def failure(self, leg: Leg, now: float) -> None:
+        if classify_failure(leg.status, leg.kind).mark_unusable:
+            self.marks.mark(leg.endpoint_id, now)
+
+    def success(self, run: Run, leg: Leg, slug: str, now: float) -> None:
+        request = run.request
+        self.book.record(leg.endpoint_id, request.bucket, SpeedSample(now, leg.delay))
+        self.outputs.observe(slug, request.bucket, request.output_tokens)
+        streaming = now - leg.start - leg.delay
+        if request.output_tokens > 1 and streaming > 0:
+            self.book.record_throughput(leg.endpoint_id, request.output_tokens / streaming)
+        remembered = request.remembered_prefixes()
+        if remembered:
+            ttl = self.market.endpoints[leg.endpoint_id].catalog_cache_ttl_s
+            self.prefixes.remember(leg.endpoint_id, remembered, ttl, now)
+
+    def probe(
+        self,
+        endpoint_id: int,
+        prompt_tokens: int,
+        ttfts: list[float] | None,
+        restart: bool,
+        now: float,
+    ) -> None:
+        """A failed probe marks the endpoint; answers are samples; a confirmed shift first
+        restarts the bucket's window (SpeedBook.restart, when the core has it)."""
+        if ttfts is None:
+            self.marks.mark(endpoint_id, now)
+            return
+        bucket = bucket_for(prompt_tokens)
+        if restart and hasattr(self.book, "restart"):
+            self.book.restart(endpoint_id, bucket)
+        for ttft in ttfts:
+            self.book.record(endpoint_id, bucket, SpeedSample(now, ttft, is_probe=True))

@@ -1,0 +1,194 @@
+"""The simulated requests: generated once per (scenario, seed, count) and shared by every
+strategy, so all of them see the same arrivals, prompts and provider behaviour.
+
+Single requests arrive as a Poisson process per class. A conversation (coding agent)
+starts as a Poisson process too; turn ``j`` arrives ``turn_gap_s`` after turn ``j-1``
+(drawn in advance, whatever the routing did) with the prompt of turn ``j-1``, its reply
+and ``growth_tokens`` new tokens, so most of it can be read from a prompt cache.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from routing.core import RoutingOptions, bucket_for
+
+from .scenario import ClassSpec, Scenario
+
+PREFIX_LOOKBACK = 16  # as routing/decide.py: the latest prefixes and the first one
+BUCKET_INDEX = {"<8k": 0, "8k-32k": 1, "32k-128k": 2, ">128k": 3}
+
+Prefix = tuple[str, int]
+
+
+class SimRequest:
+    """One customer request. ``prefixes`` is the conversation's (or class's shared
+    prefix's) chain of (hash, tokens), ``turn`` the index of this request's own prompt in
+    it; ``cache_key`` identifies what a provider can cache for it (-1: nothing)."""
+
+    __slots__ = (
+        "bucket",
+        "bucket_index",
+        "cache_key",
+        "class_index",
+        "index",
+        "model",
+        "options",
+        "output_tokens",
+        "prefixes",
+        "prompt_tokens",
+        "rseed",
+        "shared_key",
+        "shared_tokens",
+        "stream",
+        "t",
+        "turn",
+    )
+
+    def __init__(
+        self,
+        t: float,
+        cls: ClassSpec,
+        prompt_tokens: int,
+        output_tokens: int,
+        stream: bool,
+        rseed: int,
+        options: RoutingOptions | None,
+        cache_key: int = -1,
+        prefixes: list[Prefix] | None = None,
+        turn: int = 0,
+    ) -> None:
+        self.index = -1
+        self.t = t
+        self.model = cls.model
+        self.class_index = cls.index
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = max(1, output_tokens)
+        self.stream = stream
+        self.rseed = rseed
+        self.options = options
+        self.cache_key = cache_key
+        self.prefixes = prefixes
+        self.turn = turn
+        self.shared_key = cls.index if cls.shared_prefix_tokens else -1
+        self.shared_tokens = min(cls.shared_prefix_tokens, prompt_tokens)
+        self.bucket = bucket_for(prompt_tokens)
+        self.bucket_index = BUCKET_INDEX[self.bucket]
+
+    def lookup_prefixes(self) -> list[Prefix]:
+        """Prefixes the gateway checks in its prefix cache (first + latest 16)."""
+        chain = self.prefixes
+        if not chain:
+            return []
+        recent = chain[max(0, self.turn - PREFIX_LOOKBACK + 1) : self.turn + 1]
+        return recent if recent[0] is chain[0] else [chain[0], *recent]
+
+    def remembered_prefixes(self) -> list[Prefix]:
+        """Prefixes the gateway remembers after serving it (first and own, as live)."""
+        chain = self.prefixes
+        if not chain:
+            return []
+        return [chain[0]] if self.turn == 0 else [chain[0], chain[self.turn]]
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic:
+    requests: tuple[SimRequest, ...]
+    duration_s: float
+
+
+def _options(cls: ClassSpec, rng: random.Random) -> RoutingOptions | None:
+    u = rng.random()
+    if cls.max_price is not None and u < cls.max_price_share:
+        return cls.max_price
+    if cls.options and u < cls.max_price_share + cls.options_share:
+        return cls.options[rng.randrange(len(cls.options))]
+    return None
+
+
+def _singles(cls: ClassSpec, rng: random.Random, horizon: float) -> list[SimRequest]:
+    out: list[SimRequest] = []
+    t = 0.0
+    shared = [(f"s{cls.index}", cls.shared_prefix_tokens)] if cls.shared_prefix_tokens else None
+    while True:
+        t += rng.expovariate(cls.rate_per_s)
+        if t > horizon:
+            return out
+        prompt = max(1, round(cls.prompt.sample(rng)))  # type: ignore[union-attr]
+        output = round(cls.output.sample(rng))
+        stream = rng.random() < cls.stream_share
+        options = _options(cls, rng)
+        out.append(
+            SimRequest(
+                t, cls, prompt, output, stream, rng.getrandbits(62), options, prefixes=shared
+            )
+        )
+
+
+def _conversations(cls: ClassSpec, rng: random.Random, horizon: float) -> list[SimRequest]:
+    out: list[SimRequest] = []
+    t0 = 0.0
+    number = 0
+    while True:
+        t0 += rng.expovariate(cls.rate_per_s)
+        if t0 > horizon:
+            return out
+        number += 1
+        key = cls.index * 100_000_000 + number
+        turns = max(1, round(cls.turns.sample(rng)))  # type: ignore[union-attr]
+        stream = rng.random() < cls.stream_share
+        options = _options(cls, rng)
+        chain: list[Prefix] = []
+        if cls.shared_prefix_tokens:
+            chain.append((f"s{cls.index}", cls.shared_prefix_tokens))
+        prompt = max(1, round(cls.first_prompt.sample(rng)))  # type: ignore[union-attr]
+        t = t0
+        for turn in range(turns):
+            if prompt > cls.max_prompt_tokens:
+                break
+            chain.append((f"c{key}:{turn}", prompt))
+            output = round(cls.output.sample(rng))
+            out.append(
+                SimRequest(
+                    t,
+                    cls,
+                    prompt,
+                    output,
+                    stream,
+                    rng.getrandbits(62),
+                    options,
+                    cache_key=key,
+                    prefixes=chain,
+                    turn=len(chain) - 1,
+                )
+            )
+            prompt += max(1, output) + round(cls.growth.sample(rng))  # type: ignore[union-attr]
+            t += cls.turn_gap_s.sample(rng)  # type: ignore[union-attr]
+
+
+def _estimated_rate(scenario: Scenario) -> float:
+    rate = 0.0
+    for cls in scenario.classes:
+        turns = cls.turns.mean_estimate() if cls.conversation and cls.turns else 1.0
+        rate += cls.rate_per_s * max(1.0, turns)
+    return rate
+
+
+def generate_traffic(scenario: Scenario, seed: int, count: int) -> Traffic:
+    """The first ``count`` requests of the scenario's traffic, in arrival order."""
+    horizon = 1.25 * count / _estimated_rate(scenario) + 60.0
+    while True:
+        requests: list[SimRequest] = []
+        for cls in scenario.classes:
+            rng = random.Random(f"{seed}:traffic:{cls.index}:{cls.name}")
+            make = _conversations if cls.conversation else _singles
+            requests.extend(make(cls, rng, horizon))
+        if len(requests) >= count:
+            break
+        horizon *= 1.5
+    requests.sort(key=lambda r: (r.t, r.class_index, r.rseed))
+    requests = requests[:count]
+    for index, request in enumerate(requests):
+        request.index = index
+    return Traffic(tuple(requests), requests[-1].t if requests else 0.0)
