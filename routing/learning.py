@@ -12,6 +12,7 @@ from uberllm.aio import db_call
 from .core.types import bucket_for
 from .models import SpeedSample
 from .shared import key, shared_kv
+from .state import record_served
 
 if TYPE_CHECKING:
     from .proxy.state import CallState
@@ -61,6 +62,8 @@ async def learn_from_call(state: CallState, result: CallResult) -> None:
     if result.status != "success":
         return
     model = state.model.info.slug
+    if result.endpoint_id is not None:
+        record_served(model, result.endpoint_id)
     if not result.usage_estimated:
         token_estimator.observe(model, state.raw_prompt_tokens, result.prompt_tokens)
         output_estimator.observe(model, state.plan.bucket, result.completion_tokens)

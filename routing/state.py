@@ -21,6 +21,7 @@ from django.utils import timezone
 from uberllm.aio import db_call, run_in_background
 
 from .catalog import CatalogModel
+from .core.marks import unusable_window
 from .core.speed import SpeedSummary, summarise
 from .models import SpeedSample
 from .shared import key, shared_kv
@@ -57,6 +58,7 @@ def load_speed_summary(endpoint_ids: list[int]) -> SpeedSummary:
 class ModelRoutingState:
     speed: SpeedSummary = field(default_factory=SpeedSummary)
     unusable_until: dict[int, float] = field(default_factory=dict)
+    strikes: dict[int, int] = field(default_factory=dict)  # consecutive refusals
     expires: float = 0.0
     refreshing: asyncio.Task | None = None
 
@@ -88,13 +90,25 @@ class RoutingStateCache:
         state.speed = await db_call(load_speed_summary)(ids)
         marks = await shared_kv().get_many([key("unusable", eid) for eid in ids])
         for eid in ids:
-            until = marks.get(key("unusable", eid))
-            if until is not None:
-                state.unusable_until[eid] = max(float(until), state.unusable_until.get(eid, 0))
+            mark = marks.get(key("unusable", eid))
+            if mark is None:
+                state.strikes.pop(eid, None)
+                continue
+            until, _, strikes = mark.partition("|")
+            state.unusable_until[eid] = max(float(until), state.unusable_until.get(eid, 0))
+            state.strikes[eid] = int(strikes or 0)
         state.expires = time.monotonic() + settings.UBERLLM["SPEED_CACHE_TTL_S"]
 
-    def mark_unusable(self, model_slug: str, endpoint_id: int, until: float) -> None:
-        self._state(model_slug).unusable_until[endpoint_id] = until
+    def strikes(self, model_slug: str, endpoint_id: int) -> int:
+        return self._state(model_slug).strikes.get(endpoint_id, 0)
+
+    def mark_unusable(self, model_slug: str, endpoint_id: int, until: float, strikes: int):
+        state = self._state(model_slug)
+        state.unusable_until[endpoint_id] = until
+        if strikes:
+            state.strikes[endpoint_id] = strikes
+        else:
+            state.strikes.pop(endpoint_id, None)
 
     def invalidate(self) -> None:
         self._states.clear()
@@ -104,8 +118,20 @@ routing_state = RoutingStateCache()
 
 
 def mark_unusable(model_slug: str, endpoint_id: int) -> None:
-    """R2.7: this endpoint refused a call; skip it for UNUSABLE_WINDOW_S, everywhere."""
-    window = settings.UBERLLM["UNUSABLE_WINDOW_S"]
+    """R2.7: this endpoint refused a call; skip it, everywhere, for a window that doubles
+    with each consecutive refusal (UNUSABLE_FIRST_WINDOW_S up to UNUSABLE_WINDOW_S)."""
+    conf = settings.UBERLLM
+    strikes = routing_state.strikes(model_slug, endpoint_id) + 1
+    window = unusable_window(strikes, conf["UNUSABLE_FIRST_WINDOW_S"], conf["UNUSABLE_WINDOW_S"])
     until = time.time() + window
-    routing_state.mark_unusable(model_slug, endpoint_id, until)
-    run_in_background(shared_kv().set(key("unusable", endpoint_id), repr(until), window))
+    routing_state.mark_unusable(model_slug, endpoint_id, until, strikes)
+    # The streak outlives the mark, so the next refusal waits longer.
+    value, keep = f"{until!r}|{strikes}", window + conf["UNUSABLE_WINDOW_S"]
+    run_in_background(shared_kv().set(key("unusable", endpoint_id), value, keep))
+
+
+def record_served(model_slug: str, endpoint_id: int) -> None:
+    """The endpoint served a call: its streak of refusals ends (shared)."""
+    if routing_state.strikes(model_slug, endpoint_id):
+        routing_state.mark_unusable(model_slug, endpoint_id, 0.0, 0)
+        run_in_background(shared_kv().set(key("unusable", endpoint_id), "0.0|0", 1.0))

@@ -165,7 +165,9 @@ UBERLLM = {
     "UPSTREAM_MAX_CONNECTIONS": env.int("UBERLLM_UPSTREAM_MAX_CONNECTIONS", default=1000),
     # Retries (R4): attempts in all, across distinct endpoints.
     "MAX_ATTEMPTS": env.int("UBERLLM_MAX_ATTEMPTS", default=4),
-    # R2.7: an endpoint that refused a call is unusable for this long (seconds).
+    # R2.7: an endpoint that refused a call is unusable for FIRST_WINDOW_S, doubling with
+    # each consecutive refusal up to UNUSABLE_WINDOW_S (15 minutes); a served call resets.
+    "UNUSABLE_FIRST_WINDOW_S": env.float("UBERLLM_UNUSABLE_FIRST_WINDOW_S", default=30.0),
     "UNUSABLE_WINDOW_S": env.float("UBERLLM_UNUSABLE_WINDOW_S", default=900.0),
     # R2.6: share of requests sent to an endpoint with too little speed data.
     "EXPLORATION_RATE": env.float("UBERLLM_EXPLORATION_RATE", default=0.05),

@@ -4,8 +4,10 @@ A window's typical TTFT is robust on purpose (R2.2: one slow call must not drop 
 provider), so a single probe cannot move it. To still notice a slowdown at one size
 within one probe cycle, a probe that disagrees with the typical value by more than
 ``SHIFT_FACTOR`` (slower or faster) is confirmed at once by ``CONFIRMATIONS`` more
-probes; if most of them shift the same way, the change is real and the bucket's window
-restarts from these probes (older samples no longer count). A lone stall is outvoted.
+probes; if all of them shift the same way, the change is real and the bucket's window
+restarts from these probes (older samples no longer count). A stall is outvoted: with
+a majority rule, a provider stalling on 13% of calls had a quarter of its stalled probes
+"confirmed" by a second stall in the simulator; needing all three makes that ~2%.
 """
 
 from __future__ import annotations
@@ -28,9 +30,6 @@ def shift_direction(typical_s: float | None, ttft_s: float) -> int:
 
 
 def confirmed_shift(typical_s: float | None, ttfts_s: Sequence[float]) -> bool:
-    """True when a strict majority of the probes shifted, all in the same direction."""
-    directions = [shift_direction(typical_s, ttft) for ttft in ttfts_s]
-    for direction in (1, -1):
-        if sum(1 for d in directions if d == direction) * 2 > len(directions):
-            return True
-    return False
+    """True when the probe and all its confirmations shifted in the same direction."""
+    directions = {shift_direction(typical_s, ttft) for ttft in ttfts_s}
+    return len(ttfts_s) > CONFIRMATIONS and len(directions) == 1 and 0 not in directions

@@ -44,6 +44,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "exploration_rate": 0.05,
     "max_attempts": 4,
     "unusable_window_s": 900.0,
+    "unusable_first_window_s": 30.0,
     "speed_window_size": 50,
     "speed_max_age_s": 6 * 3600.0,
 }

@@ -1,6 +1,7 @@
 import pytest
 
 from routing.core import UnusableMarks
+from routing.core.marks import unusable_window
 
 from .factories import endpoint, ids, plan, speed
 
@@ -15,7 +16,7 @@ class FakeClock:
 
 def test_marked_endpoint_is_unusable_for_the_window_then_usable():
     clock = FakeClock(1_000.0)
-    marks = UnusableMarks(clock)
+    marks = UnusableMarks(clock, first_window_s=900.0)
     marks.mark(7)
     clock.now = 1_899.0
     assert not marks.is_usable(7)
@@ -54,7 +55,7 @@ def test_without_clock_or_now_it_refuses():
 
 def test_unusable_endpoint_is_skipped_and_comes_back_after_fifteen_minutes():
     clock = FakeClock(0.0)
-    marks = UnusableMarks(clock)
+    marks = UnusableMarks(clock, first_window_s=900.0)
     cheap_fast = endpoint(1, price_input=0.1)
     other = endpoint(2, price_input=0.2)
     speeds = speed({1: 1.0, 2: 1.2})
@@ -69,3 +70,23 @@ def test_unusable_endpoint_is_skipped_and_comes_back_after_fifteen_minutes():
 
     clock.now = 900.0
     assert ids(plan([cheap_fast, other], speeds, unusable=marks.unusable_ids())) == [1, 2]
+
+
+def test_window_doubles_with_consecutive_refusals_up_to_fifteen_minutes():
+    assert [unusable_window(n, 30.0, 900.0) for n in (1, 2, 3, 4, 5, 6, 9)] == [
+        30.0, 60.0, 120.0, 240.0, 480.0, 900.0, 900.0,
+    ]  # fmt: skip
+    clock = FakeClock(0.0)
+    marks = UnusableMarks(clock)
+    assert marks.mark(3) == 30.0
+    clock.now = 30.0
+    assert marks.is_usable(3)
+    assert marks.mark(3) == 90.0  # refused again: 60 s this time
+
+
+def test_a_served_call_ends_the_streak():
+    marks = UnusableMarks(first_window_s=30.0)
+    marks.mark(3, now=0.0)
+    marks.mark(3, now=40.0)
+    marks.record_success(3)
+    assert marks.mark(3, now=200.0) == 230.0

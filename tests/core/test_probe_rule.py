@@ -13,13 +13,15 @@ def test_shift_direction(typical, ttft, direction):
     assert shift_direction(typical, ttft) == direction
 
 
-def test_a_lone_stall_is_outvoted():
+def test_stalls_are_outvoted():
     assert not confirmed_shift(1.0, [8.5, 1.1, 0.9])
+    assert not confirmed_shift(1.0, [8.5, 3.7, 0.9])  # two stalls in a row: still not
 
 
-def test_a_real_slowdown_is_confirmed():
-    assert confirmed_shift(1.0, [5.0, 4.8, 1.0])
+def test_a_real_change_is_confirmed():
+    assert confirmed_shift(1.0, [5.0, 4.8, 5.2])
     assert confirmed_shift(2.0, [0.5, 0.6, 0.7])  # got faster
+    assert not confirmed_shift(1.0, [5.0, 4.8])  # not enough confirmations
 
 
 def test_mixed_directions_do_not_confirm():

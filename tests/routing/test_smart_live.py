@@ -6,7 +6,7 @@ import time
 import pytest
 from django.conf import settings
 
-from ..support import TEST_MODEL, SubprocessGateway, wait_finished_rows
+from ..support import TEST_MODEL, SubprocessGateway, wait_background_idle, wait_finished_rows
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LONG = [{"role": "user", "content": "x" * 140_000}]  # ~35k tokens: the 32k-128k bucket
@@ -97,3 +97,36 @@ def test_conversation_stays_where_its_prefix_is_cached(client, emulator):
         assert _served(client, other) == "alpha"  # a new conversation: alpha is cheapest
     finally:
         settings.UBERLLM["UNUSABLE_WINDOW_S"] = 900.0
+
+
+def test_consecutive_refusals_lengthen_the_unusable_window(client, emulator):
+    conf = settings.UBERLLM
+    saved = dict(conf)
+    conf.update(UNUSABLE_FIRST_WINDOW_S=0.4, UNUSABLE_WINDOW_S=30.0)
+    try:
+        for slug in ("alpha", "bravo"):  # both measured: alpha is the cheapest fast enough
+            for _ in range(3):
+                _served(client, fresh(SHORT), order=[slug], allow_fallbacks=False)
+        wait_background_idle()
+        time.sleep(conf["SPEED_CACHE_TTL_S"])
+        emulator.reset()
+        emulator.control("alpha", status_override=429)
+        assert _served(client, fresh(SHORT)) == "bravo"  # 1st refusal: out for 0.4 s
+        time.sleep(0.5)
+        assert _served(client, fresh(SHORT)) == "bravo"  # tried again, refused: 0.8 s
+        assert len(emulator.log("alpha")) == 2
+        time.sleep(0.5)
+        assert _served(client, fresh(SHORT)) == "bravo"  # still inside the longer window
+        assert len(emulator.log("alpha")) == 2
+        emulator.control("alpha", status_override=None)
+        time.sleep(0.6)
+        assert _served(client, fresh(SHORT)) == "alpha"  # served: the streak ends
+        wait_background_idle()
+        emulator.control("alpha", status_override=429)
+        assert _served(client, fresh(SHORT)) == "bravo"  # a new streak starts at 0.4 s
+        time.sleep(0.5)
+        emulator.control("alpha", status_override=None)
+        assert _served(client, fresh(SHORT)) == "alpha"
+    finally:
+        conf.clear()
+        conf.update(saved)

@@ -35,7 +35,10 @@ class Knowledge:
     def __init__(self, gateway: dict, market: Market) -> None:
         self.market = market
         self.book = SpeedBook(int(gateway["speed_window_size"]), gateway["speed_max_age_s"])
-        self.marks = UnusableMarks(window_s=float(gateway["unusable_window_s"]))
+        self.marks = UnusableMarks(
+            window_s=float(gateway["unusable_window_s"]),
+            first_window_s=float(gateway["unusable_first_window_s"]),
+        )
         self.prefixes = PrefixCache()
         self.outputs = OutputEstimator()
         self._expired_at = -EXPIRE_EVERY_S
@@ -74,6 +77,7 @@ class Knowledge:
 
     def success(self, run: Run, leg: Leg, slug: str, now: float) -> None:
         request = run.request
+        self.marks.record_success(leg.endpoint_id)  # as routing/state.py record_served
         self.book.record(leg.endpoint_id, request.bucket, SpeedSample(now, leg.delay))
         self.outputs.observe(slug, request.bucket, request.output_tokens)
         streaming = now - leg.start - leg.delay
