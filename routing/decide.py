@@ -61,6 +61,14 @@ async def cached_tokens_by_endpoint(hashes: PrefixHashes, model: CatalogModel) -
     return cached
 
 
+def followup_turns(chat: ChatRequest) -> float:
+    """A conversation (it already holds a reply) is expected to go on: its next turns
+    resend this prompt, as cache reads where it is served now."""
+    if any(m.get("role") in ("assistant", "tool") for m in chat.messages):
+        return settings.UBERLLM["FOLLOWUP_TURNS"]
+    return 0.0
+
+
 def _options(chat: ChatRequest) -> RoutingOptions:
     try:
         return RoutingOptions.from_request(chat.provider_options, chat.model_suffix)
@@ -86,6 +94,7 @@ async def plan_request(
         cached_tokens=cached,
         required_parameters=chat.required_parameters,
         stream=chat.stream,
+        expected_followup_turns=followup_turns(chat),
     )
     state = await routing_state.get(model)
     try:

@@ -169,6 +169,10 @@ UBERLLM = {
     # each consecutive refusal up to UNUSABLE_WINDOW_S (15 minutes); a served call resets.
     "UNUSABLE_FIRST_WINDOW_S": env.float("UBERLLM_UNUSABLE_FIRST_WINDOW_S", default=30.0),
     "UNUSABLE_WINDOW_S": env.float("UBERLLM_UNUSABLE_WINDOW_S", default=900.0),
+    # A conversation's request is priced with this many expected follow-up turns (their
+    # prompt a cache read where it is served now), so it leaves a reseller with dear
+    # cache reads (docs/simulator.md, finding 1). 0 prices each request alone.
+    "FOLLOWUP_TURNS": env.float("UBERLLM_FOLLOWUP_TURNS", default=2.0),
     # R2.6: share of requests sent to an endpoint with too little speed data.
     "EXPLORATION_RATE": env.float("UBERLLM_EXPLORATION_RATE", default=0.05),
     # Rolling window of TTFT samples kept per endpoint and prompt-size bucket.

@@ -41,6 +41,23 @@ def _costs(endpoints: Sequence[EndpointInfo], features: RequestFeatures) -> dict
     }
 
 
+def _ranking_costs(
+    endpoints: Sequence[EndpointInfo], features: RequestFeatures, costs: dict[int, float]
+) -> dict[int, float]:
+    """What choosing each endpoint costs the customer: this request, plus (in a
+    conversation) the expected follow-up turns, whose prompt will be a cache read at the
+    endpoint chosen now. Without this, a reseller whose cache reads are just under the
+    others' input price keeps a conversation for ever (docs/simulator.md, finding 1)."""
+    followups = features.expected_followup_turns
+    if not followups:
+        return costs
+    prompt = features.prompt_tokens
+    return {
+        e.endpoint_id: costs[e.endpoint_id] + followups * request_cost(e, prompt, prompt, 0)
+        for e in endpoints
+    }
+
+
 def usual_price(costs: dict[int, float]) -> float:
     """R2.9 the model's usual price for this request: the median of this request's cost
     at every endpoint of the model (before any filter)."""
@@ -138,7 +155,8 @@ def plan_route(
     """
     bucket = bucket_for(features.prompt_tokens)
     eligible = filter_endpoints(model, endpoints, features, options)
-    costs = _costs(endpoints, features)
+    request_costs = _costs(endpoints, features)
+    costs = _ranking_costs(endpoints, features, request_costs)
     candidates = _candidates(
         model, eligible, features, bucket, costs, speed, unusable, min_samples, tuning
     )
@@ -154,6 +172,7 @@ def plan_route(
             "and provider.allow_fallbacks is false",
         )
     choices = tuple(
-        RouteChoice(c.endpoint, reason, c.cost, c.typical, c.fast_enough) for c, reason in ranked
+        RouteChoice(c.endpoint, reason, request_costs[c.endpoint_id], c.typical, c.fast_enough)
+        for c, reason in ranked
     )
     return RoutePlan(choices, bucket, "customer" if options.is_customer_choice else "smart")

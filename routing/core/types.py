@@ -79,7 +79,9 @@ class RequestFeatures:
     """What the router needs to know about one request.
 
     ``cached_tokens`` maps endpoint_id -> prompt tokens expected to be read from that
-    endpoint's prompt cache (missing = 0).
+    endpoint's prompt cache (missing = 0). ``expected_followup_turns``: in a
+    conversation, how many more turns are expected to resend this prompt (as cache reads
+    where it is served now); 0 for a single request.
     """
 
     prompt_tokens: int
@@ -87,8 +89,11 @@ class RequestFeatures:
     cached_tokens: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
     required_parameters: frozenset[str] = frozenset()
     stream: bool = False
+    expected_followup_turns: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.expected_followup_turns < 0:
+            raise ValueError("expected_followup_turns must be >= 0")
         if self.prompt_tokens < 0 or self.expected_output_tokens < 0:
             raise ValueError(
                 "prompt_tokens and expected_output_tokens must be >= 0, got "

@@ -45,6 +45,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "max_attempts": 4,
     "unusable_window_s": 900.0,
     "unusable_first_window_s": 30.0,
+    "followup_turns": 2.0,
     "speed_window_size": 50,
     "speed_max_age_s": 6 * 3600.0,
 }

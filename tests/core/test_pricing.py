@@ -72,3 +72,31 @@ CAPPED = endpoint(1, price_input=1.0, cache_read=0.1, cache_write=1.25, output=2
 def test_max_price_caps_every_prompt_token_class_and_the_output(prompt_cap, completion_cap, within):
     options = RoutingOptions(max_price_prompt=prompt_cap, max_price_completion=completion_cap)
     assert worst_case_within_max_price(CAPPED, options) is within
+
+
+def test_conversation_leaves_a_reseller_whose_cache_reads_are_dear():
+    """Turn 2 of a conversation started at a reseller: its cache reads ($0.09) beat the
+    honest provider's uncached input ($0.10) for this request alone, but not once the
+    follow-up turns (cache reads at $0.01 there) are counted."""
+    import random
+
+    from routing.core import ModelInfo, RequestFeatures, RoutingOptions, SpeedSummary, plan_route
+
+    reseller = endpoint(1, "reseller", price_input=0.05, cache_read=0.09, output=0.4)
+    honest = endpoint(2, "honest", price_input=0.10, cache_read=0.01, output=0.4)
+    model = ModelInfo("m", 0.5, 1.5)
+
+    def first(followups: float) -> str:
+        request = RequestFeatures(
+            prompt_tokens=100_000, expected_output_tokens=100, cached_tokens={1: 95_000},
+            expected_followup_turns=followups,
+        )  # fmt: skip
+        chosen = plan_route(model, [reseller, honest], request, RoutingOptions(),
+                            SpeedSummary(), frozenset(), random.Random(0)).first  # fmt: skip
+        assert chosen.expected_cost_usd == request_cost(
+            chosen.endpoint, 100_000, 95_000 if chosen.endpoint.endpoint_id == 1 else 0, 100
+        )  # the reported cost is this request's own
+        return chosen.endpoint.provider_slug
+
+    assert first(0.0) == "reseller"
+    assert first(2.0) == "honest"

@@ -40,6 +40,7 @@ class Knowledge:
             first_window_s=float(gateway["unusable_first_window_s"]),
         )
         self.prefixes = PrefixCache()
+        self.followup_turns = float(gateway["followup_turns"])
         self.outputs = OutputEstimator()
         self._expired_at = -EXPIRE_EVERY_S
         self._purged_at = 0.0
@@ -69,7 +70,12 @@ class Knowledge:
                 if tokens:
                     cached[state.endpoint_id] = tokens
         expected = self.outputs.expected(slug, request.bucket, None)
-        return RequestFeatures(request.prompt_tokens, expected, cached, stream=request.stream)
+        # As routing/decide.py followup_turns(): a conversation past its first turn.
+        followups = self.followup_turns if request.turn > 0 else 0.0
+        return RequestFeatures(
+            request.prompt_tokens, expected, cached, stream=request.stream,
+            expected_followup_turns=followups,
+        )  # fmt: skip
 
     def failure(self, leg: Leg, now: float) -> None:
         if classify_failure(leg.status, leg.kind).mark_unusable:
