@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format bench venv deps dev-deps migrate clean
+.PHONY: run test lint format bench simulate venv deps dev-deps migrate clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -43,9 +43,15 @@ format: dev-deps
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-## Benchmarks (print figures; never part of the tests).
-bench: dev-deps
+## Benchmarks (print figures; never part of the tests): routing decision, then the
+## gateway's overhead vs direct (and LiteLLM, with `BENCH_ARGS=--with-litellm`).
+bench: migrate
 	$(PY) -m routing.core.bench
+	$(PY) manage.py bench_overhead $(BENCH_ARGS)
+
+## Market simulator: every strategy on the calibrated market (see docs/simulator.md).
+simulate: deps
+	$(PY) manage.py simulate --scenario deepseek-v4.1-flash --seed 1 --requests 20000
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache
