@@ -54,4 +54,4 @@ simulate: deps
 	$(PY) manage.py simulate --scenario deepseek-v4.1-flash --seed 1 --requests 20000
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-bench var staticfiles .pytest_cache .ruff_cache

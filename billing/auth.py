@@ -2,18 +2,21 @@
 
 The database is the truth; the cache holds a key's row for ``API_KEY_CACHE_TTL_S``
 seconds so a request costs no query. Revoking clears this process's entry at once;
-other processes see the revocation within the TTL.
+other processes see the revocation within the TTL. From half the TTL on, a request
+re-reads the row in the background and goes on with the cached one, so a key in
+steady use never waits for the database.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
 
-from uberllm.aio import db_call
+from uberllm.aio import db_call, run_in_background
 
 from .keys import hash_secret, parse_key, secret_matches
 from .models import ApiKey
@@ -33,10 +36,15 @@ class KeyPrincipal:
     monthly_limit_usd: Decimal | None
 
 
+# prefix -> (expires at (monotonic), principal); re-read from expires - TTL/2 on.
 _cache: dict[str, tuple[float, KeyPrincipal | None]] = {}
+_refreshing: dict[str, asyncio.Task] = {}
+_forgotten = 0  # bumped by forget_cached_key: a re-read started before must not store
 
 
 def forget_cached_key(prefix: str) -> None:
+    global _forgotten
+    _forgotten += 1
     _cache.pop(prefix, None)
 
 
@@ -57,15 +65,32 @@ def _load(prefix: str) -> KeyPrincipal | None:
     )
 
 
+def _store(prefix: str, expires: float, principal: KeyPrincipal | None) -> None:
+    if len(_cache) > 100_000:
+        _cache.clear()
+    _cache[prefix] = (expires, principal)
+
+
+async def _reread(prefix: str) -> None:
+    forgotten = _forgotten
+    try:
+        principal = await db_call(_load)(prefix)
+        if forgotten == _forgotten:
+            _store(prefix, time.monotonic() + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
+    finally:
+        _refreshing.pop(prefix, None)
+
+
 async def _lookup(prefix: str) -> KeyPrincipal | None:
     now = time.monotonic()
     hit = _cache.get(prefix)
     if hit is not None and hit[0] > now:
+        ttl = settings.UBERLLM["API_KEY_CACHE_TTL_S"]
+        if now >= hit[0] - ttl / 2 and prefix not in _refreshing:
+            _refreshing[prefix] = run_in_background(_reread(prefix))
         return hit[1]
     principal = await db_call(_load)(prefix)
-    _cache[prefix] = (now + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
-    if len(_cache) > 100_000:
-        _cache.clear()
+    _store(prefix, now + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
     return principal
 
 

@@ -2,19 +2,21 @@
 
 A key's spend this calendar month (UTC) is read from the ledger and kept in process
 memory for ``SPEND_CACHE_TTL_S`` seconds, so a busy key costs one query every few
-seconds, not one per request. The limit is soft by that much: calls already in flight,
+seconds, not one per request; from half that on it is re-read in the background, so a
+key in steady use never waits for it. The limit is soft by that much: calls already in flight,
 and calls in the cache window, can take a key slightly past its limit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
 
-from uberllm.aio import db_call
+from uberllm.aio import db_call, run_in_background
 
 from .selectors import api_key_month_spend, month_start
 
@@ -23,6 +25,8 @@ _MAX_CACHED_KEYS = 100_000
 
 # api_key_id -> (expires at (monotonic), month the spend is for, spend this month)
 _cache: dict[int, tuple[float, datetime, Decimal]] = {}
+_refreshing: dict[int, asyncio.Task] = {}
+_forgotten = 0  # bumped by forget_key_spend: a re-read started before must not store
 
 
 def _ttl() -> float:
@@ -31,24 +35,41 @@ def _ttl() -> float:
 
 def forget_key_spend(api_key_id: int | None = None) -> None:
     """Drop one key's cached spend (or every key's, with no argument)."""
+    global _forgotten
+    _forgotten += 1
     if api_key_id is None:
         _cache.clear()
     else:
         _cache.pop(api_key_id, None)
 
 
+async def _read(organisation_id: int, api_key_id: int, month: datetime) -> Decimal:
+    forgotten = _forgotten
+    spend = await db_call(api_key_month_spend)(
+        organisation_id=organisation_id, api_key_id=api_key_id, now=month
+    )
+    if forgotten == _forgotten:
+        if len(_cache) >= _MAX_CACHED_KEYS:
+            _cache.clear()
+        _cache[api_key_id] = (time.monotonic() + _ttl(), month, spend)
+    return spend
+
+
+async def _reread(organisation_id: int, api_key_id: int, month: datetime) -> None:
+    try:
+        await _read(organisation_id, api_key_id, month)
+    finally:
+        _refreshing.pop(api_key_id, None)
+
+
 async def _month_spend(organisation_id: int, api_key_id: int, month: datetime) -> Decimal:
     now = time.monotonic()
     hit = _cache.get(api_key_id)
     if hit is not None and hit[0] > now and hit[1] == month:
+        if now >= hit[0] - _ttl() / 2 and api_key_id not in _refreshing:
+            _refreshing[api_key_id] = run_in_background(_reread(organisation_id, api_key_id, month))
         return hit[2]
-    spend = await db_call(api_key_month_spend)(
-        organisation_id=organisation_id, api_key_id=api_key_id, now=month
-    )
-    if len(_cache) >= _MAX_CACHED_KEYS:
-        _cache.clear()
-    _cache[api_key_id] = (now + _ttl(), month, spend)
-    return spend
+    return await _read(organisation_id, api_key_id, month)
 
 
 async def key_over_monthly_limit(principal) -> str | None:

@@ -102,34 +102,45 @@ def load_catalog() -> dict[str, CatalogModel]:
 
 
 class CatalogCache:
-    """Process-local snapshot with a TTL; concurrent requests share one reload."""
+    """Process-local snapshot with a TTL; concurrent requests share one reload.
+
+    Refreshed ahead: from half its TTL on, a request starts a reload in the background
+    and goes on with the current snapshot, so under steady traffic no request waits
+    for the database; only a snapshot past its TTL (or invalidated) is waited for.
+    """
 
     def __init__(self) -> None:
         self._snapshot: dict[str, CatalogModel] = {}
-        self._expires = 0.0
+        self._expires = 0.0  # past this, a request waits for the reload
+        self._refresh_at = 0.0  # past this, a request starts a reload in the background
         self._reload_task: asyncio.Task | None = None
 
     def invalidate(self) -> None:
-        self._expires = 0.0
+        self._expires = self._refresh_at = 0.0
 
     def snapshot(self) -> dict[str, CatalogModel]:
         return self._snapshot
 
     async def get(self, slug: str) -> CatalogModel | None:
-        if time.monotonic() >= self._expires:
-            await self._reload()
+        now = time.monotonic()
+        if now >= self._refresh_at:
+            task = self._start_reload()
+            if now >= self._expires:
+                await asyncio.shield(task)
         return self._snapshot.get(slug)
 
-    async def _reload(self) -> None:
+    def _start_reload(self) -> asyncio.Task:
         task = self._reload_task
         loop = asyncio.get_running_loop()
         if task is None or task.done() or task.get_loop() is not loop:
             task = self._reload_task = run_in_background(self._load())
-        await asyncio.shield(task)
+        return task
 
     async def _load(self) -> None:
         self._snapshot = await db_call(load_catalog)()
-        self._expires = time.monotonic() + settings.UBERLLM["CATALOG_CACHE_TTL_S"]
+        ttl = settings.UBERLLM["CATALOG_CACHE_TTL_S"]
+        now = time.monotonic()
+        self._expires, self._refresh_at = now + ttl, now + ttl / 2
 
 
 catalog_cache = CatalogCache()

@@ -1,8 +1,11 @@
 """What routing knows right now, per model, cached briefly in each process.
 
 Speed samples live in the database and unusable marks in the shared KV, so every
-gateway process sees the same numbers; each process refreshes its copy at most every
-``SPEED_CACHE_TTL_S`` seconds, and its own new marks apply at once.
+gateway process sees the same numbers; each process's copy is never older than
+``SPEED_CACHE_TTL_S`` seconds, and its own new marks apply at once. The copy is
+refreshed ahead, from half its TTL on, in the background, and kept warm that way for
+``KEEP_WARM_S`` after a model's last request: a request waits for the refresh query
+only after a longer pause.
 """
 
 from __future__ import annotations
@@ -59,11 +62,17 @@ class ModelRoutingState:
     speed: SpeedSummary = field(default_factory=SpeedSummary)
     unusable_until: dict[int, float] = field(default_factory=dict)
     strikes: dict[int, int] = field(default_factory=dict)  # consecutive refusals
-    expires: float = 0.0
+    expires: float = 0.0  # past this, a request waits for the refresh
+    refresh_at: float = 0.0  # past this, a request starts a refresh in the background
     refreshing: asyncio.Task | None = None
+    model: CatalogModel | None = None  # as last requested (the catalog may reload)
+    used_at: float = 0.0  # last request (monotonic)
 
     def unusable(self, now: float) -> frozenset[int]:
         return frozenset(eid for eid, until in self.unusable_until.items() if until > now)
+
+
+KEEP_WARM_S = 10.0
 
 
 class RoutingStateCache:
@@ -74,16 +83,30 @@ class RoutingStateCache:
         return self._states.setdefault(slug, ModelRoutingState())
 
     async def get(self, model: CatalogModel) -> ModelRoutingState:
-        """State no older than SPEED_CACHE_TTL_S. Once per TTL one refresh runs (a query
-        of about a millisecond); concurrent requests wait for the same one."""
+        """State no older than SPEED_CACHE_TTL_S. One refresh (a query of about a
+        millisecond) runs at a time, started from half the TTL on; only a request that
+        finds the state past its TTL waits for it (concurrent ones wait for the same)."""
         state = self._state(model.info.slug)
-        if time.monotonic() >= state.expires:
-            task = state.refreshing
-            loop = asyncio.get_running_loop()
-            if task is None or task.done() or task.get_loop() is not loop:
-                task = state.refreshing = run_in_background(self._refresh(model, state))
-            await asyncio.shield(task)
+        now = state.used_at = time.monotonic()
+        state.model = model
+        if now >= state.refresh_at:
+            task = self._start_refresh(state)
+            if now >= state.expires:
+                await asyncio.shield(task)
         return state
+
+    def _start_refresh(self, state: ModelRoutingState) -> asyncio.Task:
+        task = state.refreshing
+        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+            task = state.refreshing = run_in_background(self._refresh(state.model, state))
+        return task
+
+    def _keep_warm(self, state: ModelRoutingState) -> None:
+        """The next refresh ahead, while the model is in use (a timer callback)."""
+        current = state.model is not None and self._states.get(state.model.info.slug) is state
+        now = time.monotonic()
+        if current and now >= state.refresh_at and now - state.used_at < KEEP_WARM_S:
+            self._start_refresh(state)
 
     async def _refresh(self, model: CatalogModel, state: ModelRoutingState) -> None:
         ids = list(model.by_id)
@@ -97,7 +120,11 @@ class RoutingStateCache:
             until, _, strikes = mark.partition("|")
             state.unusable_until[eid] = max(float(until), state.unusable_until.get(eid, 0))
             state.strikes[eid] = int(strikes or 0)
-        state.expires = time.monotonic() + settings.UBERLLM["SPEED_CACHE_TTL_S"]
+        ttl = settings.UBERLLM["SPEED_CACHE_TTL_S"]
+        now = time.monotonic()
+        state.expires, state.refresh_at = now + ttl, now + ttl / 2
+        if now - state.used_at < KEEP_WARM_S:
+            asyncio.get_running_loop().call_later(ttl / 2, self._keep_warm, state)
 
     def strikes(self, model_slug: str, endpoint_id: int) -> int:
         return self._state(model_slug).strikes.get(endpoint_id, 0)

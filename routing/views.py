@@ -72,7 +72,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         cached_tokens=decision.cached_tokens,
         created_at=timezone.now(),
     )
-    state.open_ledger_row()
+    # The Activity row is inserted once an upstream answered (CallState.open_ledger_row).
     if chat.stream:
         return await stream_response(state)
     return await complete_response(state)

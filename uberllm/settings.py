@@ -38,8 +38,8 @@ INSTALLED_APPS = [
     "routing",
 ]
 
-# Every middleware is async-capable, so a request never hops to a thread and the chat
-# view runs in the request's own task (see routing/proxy/stream.py).
+# Every middleware is async-capable, so the views run in the request's own task (see
+# routing/proxy/stream.py). The chat endpoint skips this chain (uberllm/asgi.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -69,6 +69,11 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
+# Persistent connections: the async views' database calls run in a thread pool, and
+# opening a connection per call (a new server process on PostgreSQL) cost 3 ms of CPU
+# per request (docs/benchmarks.md). Health checks drop a broken one before use.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=600)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL, a busy timeout and IMMEDIATE transactions let the gateway's writer threads,
     # the worker and beat share the file without "database is locked".

@@ -65,7 +65,7 @@ class ChunkRewriter:
         usage["cost"] = float(self.state.cost(self.route)[0])
         return True
 
-    def rewrite(self, data: str) -> dict[str, Any] | None:
+    def rewrite(self, data: bytes | str) -> dict[str, Any] | None:
         """The chunk to pass on (None: drop it); sets ``upstream_error`` on an error."""
         try:
             chunk = orjson.loads(data)
@@ -94,3 +94,8 @@ class ChunkRewriter:
 
 def encode(chunk: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+def encode_all(chunks: list[dict[str, Any]]) -> bytes:
+    """Several chunks as consecutive SSE events, in one bytes object (one write)."""
+    return b"".join([b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in chunks])

@@ -51,7 +51,13 @@ class CallState:
     hedge_cost_usd: Decimal = Decimal(0)
 
     def open_ledger_row(self) -> None:
-        """Insert the pending Activity row beside the upstream call (off the hot path)."""
+        """Insert the pending Activity row (once), in a background thread. Called when
+        the first upstream attempt has answered, so the insert runs while the provider
+        computes the first token instead of competing with sending the request (the
+        thread holds the GIL for the ORM's Python work); ``finish`` calls it first if
+        no attempt got that far."""
+        if self.open_task is not None:
+            return
         self.open_task = run_in_background(
             db_call(activity_open)(
                 request_id=self.request_id,
@@ -136,6 +142,7 @@ class CallState:
         if self.finished:
             return None
         self.finished = True
+        self.open_ledger_row()
         return run_in_background(self._write(self.result(status, http_status, error)))
 
     async def _write(self, result: CallResult) -> None:

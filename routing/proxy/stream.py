@@ -26,11 +26,12 @@ from uberllm.aio import run_in_background
 from ..catalog import EndpointRoute
 from ..core.types import RouteChoice
 from ..errors import GatewayError
-from .chunks import ChunkRewriter, encode, error_chunk
+from .chunks import ChunkRewriter, encode_all, error_chunk
 from .race import Opener
 from .state import CallState
 
 DONE = b"data: [DONE]\n\n"
+DONE_DATA = b"[DONE]"
 KEEPALIVE = b": PROCESSING\n\n"
 
 
@@ -48,19 +49,24 @@ class Opened:
 
 
 async def _first_token(stream: UpstreamStream, rewriter: ChunkRewriter) -> list[dict]:
-    """Read events until the first one carrying a token; returns them rewritten."""
+    """Read events until the first one carrying a token; returns them rewritten (events
+    after it that arrived in the same read stay in the stream for the relay)."""
     pending: list[dict] = []
     while True:
-        data = await stream.next_data()
-        if data is None or data == "[DONE]":
+        events = await stream.next_events()
+        if events is None:
             raise UpstreamError("protocol", "upstream stream ended before the first token")
-        chunk = rewriter.rewrite(data)
-        if rewriter.upstream_error is not None:
-            raise UpstreamError("http", rewriter.upstream_error, 502)
-        if chunk:
-            pending.append(chunk)
-        if rewriter.saw_token:
-            return pending
+        for index, data in enumerate(events):
+            if data == DONE_DATA:
+                raise UpstreamError("protocol", "upstream stream ended before the first token")
+            chunk = rewriter.rewrite(data)
+            if rewriter.upstream_error is not None:
+                raise UpstreamError("http", rewriter.upstream_error, 502)
+            if chunk:
+                pending.append(chunk)
+            if rewriter.saw_token:
+                stream.push_back(events[index + 1 :])
+                return pending
 
 
 async def open_attempt(state: CallState, route: EndpointRoute, attempt: AttemptResult) -> Opened:
@@ -75,6 +81,7 @@ async def open_attempt(state: CallState, route: EndpointRoute, attempt: AttemptR
     try:
         async with asyncio.timeout(settings.UBERLLM["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"]):
             stream = await open_stream(call)
+            state.open_ledger_row()  # the upstream answered: now beside its prefill
             pending = await _first_token(stream, rewriter)
     except TimeoutError:
         if stream is not None:
@@ -94,28 +101,54 @@ def adopt(state: CallState, opened: Opened) -> None:
     state.ttft_ms = state.elapsed_ms()
 
 
-async def rest_of_stream(stream: UpstreamStream, rewriter: ChunkRewriter):
-    """The remaining rewritten chunks; UpstreamError if the stream fails or is cut."""
-    async for data in stream.data():
-        if data == "[DONE]":
-            break
-        chunk = rewriter.rewrite(data)
-        if rewriter.upstream_error is not None:
-            raise UpstreamError("protocol", rewriter.upstream_error)
-        if chunk:
-            yield chunk
+async def chunk_batches(
+    stream: UpstreamStream, rewriter: ChunkRewriter
+) -> AsyncIterator[tuple[list[dict], bool]]:
+    """The remaining rewritten chunks as they arrived, one list per network read, with
+    True on the last list once the stream ended properly (``[DONE]``, or the end of the
+    body, after a finish reason). UpstreamError if the stream fails or is cut, after the
+    chunks that came before the failure."""
+    batch: list[dict] = []
+    while (events := await stream.next_events()) is not None:
+        batch = []
+        for data in events:
+            if data == DONE_DATA:
+                break
+            chunk = rewriter.rewrite(data)
+            if rewriter.upstream_error is not None:
+                if batch:
+                    yield batch, False
+                raise UpstreamError("protocol", rewriter.upstream_error)
+            if chunk:
+                batch.append(chunk)
+        else:
+            if batch:
+                yield batch, False
+            batch = []
+            continue
+        break  # [DONE]
     if not rewriter.finished:
+        if batch:
+            yield batch, False
         raise UpstreamError("protocol", "upstream stream was cut before it finished")
+    yield batch, True
+
+
+async def rest_of_stream(stream: UpstreamStream, rewriter: ChunkRewriter):
+    """The remaining rewritten chunks one by one; UpstreamError if the stream fails or is cut."""
+    async for batch, _ in chunk_batches(stream, rewriter):
+        for chunk in batch:
+            yield chunk
 
 
 async def _relay(state: CallState, opened: Opened) -> AsyncIterator[bytes]:
     status, http_status, error = "cancelled", 499, "client disconnected"
     try:
-        for chunk in opened.pending:
-            yield encode(chunk)
-        async for chunk in rest_of_stream(opened.stream, opened.rewriter):
-            yield encode(chunk)
-        yield DONE
+        # One write per upstream read: the chunks that arrived together leave together.
+        if opened.pending:
+            yield encode_all(opened.pending)
+        async for batch, done in chunk_batches(opened.stream, opened.rewriter):
+            yield encode_all(batch) + DONE if done else encode_all(batch)
         status, http_status, error = "success", 200, ""
     except UpstreamError as exc:
         status, http_status, error = "error", 502, exc.message
