@@ -44,7 +44,7 @@ async def complete_response(state: CallState) -> HttpResponse:
         opened, body = await Opener(state, try_one, hedge=False).run()
     except GatewayError as exc:
         state.finish("error", exc.status, exc.message)
-        return exc.response()
+        return state.error_response(exc)
     except asyncio.CancelledError:
         state.finish("cancelled", 499, "client disconnected")
         raise

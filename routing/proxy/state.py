@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import orjson
+from django.http import HttpResponse
 
 from billing.auth import KeyPrincipal
 from billing.ledger import AttemptResult, CallResult, activity_finish, activity_open
@@ -19,6 +20,7 @@ from uberllm.aio import db_call, run_in_background
 
 from ..catalog import CatalogModel, EndpointRoute
 from ..core.types import RouteChoice, RoutePlan
+from ..errors import GatewayError
 from ..request import ChatRequest
 
 logger = logging.getLogger(__name__)
@@ -78,6 +80,13 @@ class CallState:
         body["stream"] = True
         body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
         return orjson.dumps(body)
+
+    def error_response(self, error: GatewayError) -> HttpResponse:
+        """The error of an accepted request: its id is in X-Generation-Id, so the failed
+        call (with every attempt) can be looked up too."""
+        response = error.response()
+        response["X-Generation-Id"] = self.request_id
+        return response
 
     def elapsed_ms(self) -> int:
         return int((time.perf_counter() - self.started) * 1000)

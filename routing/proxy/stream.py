@@ -244,6 +244,6 @@ async def stream_response(state: CallState) -> HttpResponse:
         opened = opening.result()
     except GatewayError as exc:
         state.finish("error", exc.status, exc.message)
-        return exc.response()
+        return state.error_response(exc)
     adopt(state, opened)
     return _streaming(_relay(state, opened), state, opened)

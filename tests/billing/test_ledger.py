@@ -115,12 +115,18 @@ def test_load_with_disconnects_and_faults_leaves_exactly_one_row_each(gateway, t
         body = {"model": TEST_MODEL, "stream": True, "max_tokens": 20,
                 "messages": [{"role": "user", "content": f"load {index}"}]}  # fmt: skip
         cut_after = rng.choice([None, None, 1, 3])  # a third of clients leave mid-stream
-        async with client.stream("POST", "/chat/completions", json=body) as response:
-            request_id, seen = response.headers.get("x-generation-id"), 0
-            async for _ in response.aiter_lines():
-                seen += 1
-                if cut_after is not None and seen >= cut_after:
-                    break
+        try:
+            async with client.stream("POST", "/chat/completions", json=body) as response:
+                request_id, seen = response.headers.get("x-generation-id"), 0
+                async for _ in response.aiter_lines():
+                    seen += 1
+                    if cut_after is not None and seen >= cut_after:
+                        break
+        except httpx.TransportError:
+            # A pooled keep-alive connection can be closed by the server just as it is
+            # reused (clients cut streams here on purpose): the request may not have
+            # reached the gateway. Counted, and bounded below.
+            return "transport-error"
         return request_id
 
     async def run() -> list[str | None]:
@@ -140,15 +146,18 @@ def test_load_with_disconnects_and_faults_leaves_exactly_one_row_each(gateway, t
             return await asyncio.wait_for(asyncio.gather(*(bounded(i) for i in range(total))), 120)
 
     ids = asyncio.run(run())
-    rows = wait_finished_rows(total, timeout=60)
+    transport_errors = ids.count("transport-error")
+    rows = wait_finished_rows(total - transport_errors, timeout=60)
     by_id = {}
     for row in rows:
         by_id.setdefault(row.request_id, []).append(row)
-    served_ids = [i for i in ids if i]
+    served_ids = [i for i in ids if i and i != "transport-error"]
     lost = [i for i in served_ids if i not in by_id]
     doubled = [i for i, group in by_id.items() if len(group) > 1]
-    print(f"load: {total} requests, {len(rows)} rows, lost {len(lost)}, doubled {len(doubled)}")
-    assert len(rows) == total and not lost and not doubled
+    print(f"load: {total} requests, {len(rows)} rows, lost {len(lost)}, doubled "
+          f"{len(doubled)}, client transport errors {transport_errors}")  # fmt: skip
+    assert total - transport_errors <= len(rows) <= total and not lost and not doubled
+    assert len(served_ids) == total - transport_errors and transport_errors <= total // 20
     assert {r.status for r in rows} <= {"success", "error", "cancelled"}
     assert all(r.cost_usd == 0 for r in rows if r.status == "error" and not r.provider_slug)
 

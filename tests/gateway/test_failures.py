@@ -55,6 +55,7 @@ def test_every_attempt_fails_returns_last_error_and_costs_nothing(gateway, tenan
     )  # fmt: skip
     assert response.status_code == 502
     assert "3 upstream attempt" in response.json()["error"]["message"]
+    assert response.headers["x-generation-id"].startswith("gen-")  # the failed call's record
     rows = wait_finished_rows(2)
     assert len(rows) == 2
     assert all(r.status == "error" and r.cost_usd == 0 for r in rows)
