@@ -12,9 +12,12 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .models import Activity, ApiKey, Attempt
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 @dataclass(slots=True)
@@ -78,7 +81,9 @@ def activity_open(
             "created_at": created_at,
         },
     )
-    ApiKey.objects.filter(id=api_key_id).update(last_used_at=created_at)
+    # At most one write a minute per key: a busy key's row is not rewritten per request.
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=created_at - LAST_USED_RESOLUTION)
+    ApiKey.objects.filter(stale, id=api_key_id).update(last_used_at=created_at)
 
 
 def _attempt_rows(activity: Activity, attempts: list[AttemptResult]) -> list[Attempt]:

@@ -176,3 +176,15 @@ def test_no_plaintext_key_in_logs(gateway, tenant, emulator, caplog):
     wait_finished_rows(2)
     secret = tenant.key.split("_")[2]
     assert secret not in caplog.text and tenant.key not in caplog.text
+
+
+@pytest.mark.django_db
+def test_last_used_is_written_at_most_once_a_minute(tenant):
+    start = timezone.now()
+    for seconds, request_id in ((0, "gen-a"), (30, "gen-b"), (61, "gen-c")):
+        activity_open(request_id=request_id, organisation_id=tenant.organisation.id,
+                      api_key_id=tenant.api_key.id, model_slug="m", stream=True,
+                      created_at=start + timedelta(seconds=seconds))  # fmt: skip
+        tenant.api_key.refresh_from_db()
+        expected = start + timedelta(seconds=0 if seconds < 61 else 61)
+        assert tenant.api_key.last_used_at == expected
