@@ -18,7 +18,7 @@ from routing.core.types import RoutePlan
 
 from ..runs import Leg, Run
 from .base import SimContext, Step, Strategy, core_plan, first_of, with_sort
-from .knowledge import Knowledge
+from .knowledge import Knowledge, LearnsFromCalls
 
 
 class CheapestInput(Strategy):
@@ -48,7 +48,7 @@ class CheapestEffective(Strategy):
         self.knowledge.success(run, leg, self.models[run.request.model].slug, now)
 
 
-class Fastest(Strategy):
+class Fastest(LearnsFromCalls, Strategy):
     name = "fastest"
     uses_probes = True
 
@@ -81,22 +81,3 @@ class Fastest(Strategy):
         explored = pool[self.rng.randrange(len(pool))]
         rest = tuple(c for c in plan.choices if c is not explored)
         return RoutePlan((explored, *rest), plan.bucket, plan.strategy)
-
-    def on_failure(self, run: Run, leg: Leg, now: float) -> None:
-        self.knowledge.failure(leg, now)
-
-    def on_success(self, run: Run, leg: Leg, now: float) -> None:
-        self.knowledge.success(run, leg, self.models[run.request.model].slug, now)
-
-    def probe_typical(self, endpoint_id: int, bucket: str, now: float) -> float | None:
-        return self.knowledge.summary(now).typical(endpoint_id, bucket)
-
-    def on_probe(
-        self,
-        endpoint_id: int,
-        prompt_tokens: int,
-        ttfts: list[float] | None,
-        restart: bool,
-        now: float,
-    ) -> None:
-        self.knowledge.probe(endpoint_id, prompt_tokens, ttfts, restart, now)

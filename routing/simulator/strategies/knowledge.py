@@ -112,3 +112,30 @@ class Knowledge:
             self.book.restart(endpoint_id, bucket)
         for ttft in ttfts:
             self.book.record(endpoint_id, bucket, SpeedSample(now, ttft, is_probe=True))
+
+
+class LearnsFromCalls:
+    """Strategy hooks that feed a ``Knowledge`` (the host class sets ``self.knowledge``
+    and ``self.models``): what the live gateway learns from each call and probe."""
+
+    knowledge: Knowledge
+    models: dict
+
+    def on_failure(self, run: Run, leg: Leg, now: float) -> None:
+        self.knowledge.failure(leg, now)
+
+    def on_success(self, run: Run, leg: Leg, now: float) -> None:
+        self.knowledge.success(run, leg, self.models[run.request.model].slug, now)
+
+    def probe_typical(self, endpoint_id: int, bucket: str, now: float) -> float | None:
+        return self.knowledge.summary(now).typical(endpoint_id, bucket)
+
+    def on_probe(
+        self,
+        endpoint_id: int,
+        prompt_tokens: int,
+        ttfts: list[float] | None,
+        restart: bool,
+        now: float,
+    ) -> None:
+        self.knowledge.probe(endpoint_id, prompt_tokens, ttfts, restart, now)

@@ -26,12 +26,12 @@ from routing.core.types import RouteChoice
 
 from ..runs import Leg, Run
 from .base import SimContext, Step, Strategy, core_plan, first_of
-from .knowledge import Knowledge
+from .knowledge import Knowledge, LearnsFromCalls
 
 DEFAULT_OPTIONS = RoutingOptions()
 
 
-class Smart(Strategy):
+class Smart(LearnsFromCalls, Strategy):
     name = "smart"
     uses_probes = True
 
@@ -112,24 +112,6 @@ class Smart(Strategy):
         run.hedge_cost += self.loser_cost(run, leg.endpoint_id)
 
     # --- learning ------------------------------------------------------------------------
-    def on_failure(self, run: Run, leg: Leg, now: float) -> None:
-        self.knowledge.failure(leg, now)
-
-    def on_success(self, run: Run, leg: Leg, now: float) -> None:
-        self.knowledge.success(run, leg, self.models[run.request.model].slug, now)
-
-    def probe_typical(self, endpoint_id: int, bucket: str, now: float) -> float | None:
-        return self.knowledge.summary(now).typical(endpoint_id, bucket)
-
-    def on_probe(
-        self,
-        endpoint_id: int,
-        prompt_tokens: int,
-        ttfts: list[float] | None,
-        restart: bool,
-        now: float,
-    ) -> None:
-        self.knowledge.probe(endpoint_id, prompt_tokens, ttfts, restart, now)
 
     def extra_summary(self) -> dict:
         spent = self.budget.spent_by_day
