@@ -161,6 +161,17 @@ def activity_csv_rows(queryset: QuerySet, *, chunk_size: int = 2000) -> Iterator
 # --- Usage ----------------------------------------------------------------------------
 
 
+def _usage_sums() -> dict:
+    """Calls, spend and tokens of a group of Activity rows (zeros for an empty group)."""
+    return {
+        "calls": Count("id"),
+        "cost": Coalesce(Sum("cost_usd"), _ZERO_USD),
+        "prompt": Coalesce(Sum("prompt_tokens"), 0),
+        "cached": Coalesce(Sum("cached_tokens"), 0),
+        "completion": Coalesce(Sum("completion_tokens"), 0),
+    }
+
+
 def usage_per_day(queryset: QuerySet, *, date_from: date, date_to: date) -> list[dict]:
     """Calls, tokens and spend per UTC day from ``date_from`` to ``date_to`` (inclusive),
     days without calls included as zeros."""
@@ -168,13 +179,7 @@ def usage_per_day(queryset: QuerySet, *, date_from: date, date_to: date) -> list
         queryset.order_by()
         .annotate(day=TruncDate("created_at", tzinfo=UTC))
         .values("day")
-        .annotate(
-            calls=Count("id"),
-            cost=Coalesce(Sum("cost_usd"), _ZERO_USD),
-            prompt=Coalesce(Sum("prompt_tokens"), 0),
-            cached=Coalesce(Sum("cached_tokens"), 0),
-            completion=Coalesce(Sum("completion_tokens"), 0),
-        )
+        .annotate(**_usage_sums())
     )
     by_day = {row["day"]: row for row in grouped}
     days = []
@@ -189,17 +194,7 @@ def usage_per_day(queryset: QuerySet, *, date_from: date, date_to: date) -> list
 
 def usage_per_model(queryset: QuerySet) -> list[dict]:
     """Calls, tokens and spend per model, dearest first."""
-    rows = (
-        queryset.order_by()
-        .values("model_slug")
-        .annotate(
-            calls=Count("id"),
-            cost=Coalesce(Sum("cost_usd"), _ZERO_USD),
-            prompt=Coalesce(Sum("prompt_tokens"), 0),
-            cached=Coalesce(Sum("cached_tokens"), 0),
-            completion=Coalesce(Sum("completion_tokens"), 0),
-        )
-    )
+    rows = queryset.order_by().values("model_slug").annotate(**_usage_sums())
     return sorted(
         ({**row, "cost": Decimal(row["cost"])} for row in rows),
         key=lambda row: (-row["cost"], row["model_slug"]),

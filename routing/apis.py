@@ -6,6 +6,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from billing.apis import ActivityRowSerializer
 from billing.drf import ApiKeyAuthentication
 from billing.selectors import activity_get
 
@@ -21,20 +22,10 @@ class AttemptSerializer(serializers.Serializer):
     latency_ms = serializers.IntegerField(source="duration_ms", allow_null=True)
 
 
-class GenerationSerializer(serializers.Serializer):
-    id = serializers.CharField(source="request_id")
-    model = serializers.CharField(source="model_slug")
-    provider_name = serializers.CharField(source="provider_slug")
-    status = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    streamed = serializers.BooleanField(source="stream")
-    tokens_prompt = serializers.IntegerField(source="prompt_tokens")
-    tokens_cached = serializers.IntegerField(source="cached_tokens")
-    tokens_completion = serializers.IntegerField(source="completion_tokens")
-    total_cost = serializers.DecimalField(source="cost_usd", max_digits=20, decimal_places=10)
+class GenerationSerializer(ActivityRowSerializer):
+    """One call: the Activity API's row, plus routing, errors and every attempt."""
+
     usage_estimated = serializers.BooleanField()
-    ttft_ms = serializers.IntegerField(allow_null=True)
-    latency_ms = serializers.IntegerField(source="total_ms", allow_null=True)
     routing_strategy = serializers.CharField()
     routing_reason = serializers.CharField()
     prompt_bucket = serializers.CharField()
