@@ -61,6 +61,18 @@ class CallResult:
     attempts: list[AttemptResult] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class OpenRow:
+    """What the pending row of an accepted request says."""
+
+    request_id: str
+    organisation_id: int
+    api_key_id: int
+    model_slug: str
+    stream: bool
+    created_at: datetime
+
+
 def activity_open(
     *,
     request_id: str,
@@ -125,6 +137,20 @@ def activity_finish(result: CallResult) -> bool:
     activity.save()
     Attempt.objects.bulk_create(_attempt_rows(activity, result.attempts), ignore_conflicts=True)
     return True
+
+
+def ledger_write(items: list[tuple[OpenRow, CallResult | None]]) -> None:
+    """Apply a batch of ledger writes in order: open the row, then finish it if a
+    result is given. Every step is idempotent, so a batch retried after a failure (the
+    database went away half-way) writes each row exactly once."""
+    for row, result in items:
+        activity_open(
+            request_id=row.request_id, organisation_id=row.organisation_id,
+            api_key_id=row.api_key_id, model_slug=row.model_slug, stream=row.stream,
+            created_at=row.created_at,
+        )  # fmt: skip
+        if result is not None:
+            activity_finish(result)
 
 
 def activity_reconcile(*, older_than_s: float) -> int:

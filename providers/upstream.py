@@ -1,22 +1,20 @@
-"""The upstream client: pooled ``httpx.AsyncClient``s per process (per event loop).
+"""The upstream client: one pooled ``aiohttp`` session per event loop.
 
-The pool is split over up to ``POOL_SHARDS`` clients, filled one after the other
-(``SHARD_STREAMS`` streams each, then the least busy): httpcore's pool walks every
-connection it holds on each request and each response end (and every idle one against
-all the others), which costs milliseconds per request once a single pool holds a
-hundred kept-alive connections; small pools keep that walk short, and filling them in
-order keeps a quiet process on one warm connection.
+aiohttp parses HTTP with its C extension (llhttp): measured here at 4.8 ms less CPU
+per paced 50-chunk stream than httpx (docs/benchmarks.md), and the upstream call is the
+gateway's hottest loop. httpx stays where a pure-Python client serves (admin tools,
+tests).
 
 ``open_stream`` sends a streaming chat request and returns once the provider answered
-with HTTP 200; reading the first event is bounded by the first-token timeout, later
-events by the idle timeout (httpx's read timeout). Streams are always closed in
-``finally``, so a cancelled caller leaves no connection behind; a stream that ended
-with ``[DONE]`` is read to its end first, so its connection goes back to the pool.
+with HTTP 200; reading the first event is bounded by the caller's first-token timeout,
+later events by the idle timeout. Streams are always closed in ``finally``: a cancelled
+caller leaves no connection behind, and the provider sees the disconnect at once (the
+connection is closed, not returned to the pool); a stream that ended with ``[DONE]`` is
+read to its end first, so its connection goes back to the pool.
 
-SSE is split at the byte level (``SSESplitter``) rather than with httpx-sse: one pass
-over each network read instead of text decoding plus a Python call per line, and
-every event that arrived in one read comes out together (``next_events``), so the
-relay writes them to the client at once. docs/benchmarks.md has the measurements.
+SSE is split at the byte level (``SSESplitter``): one pass over each network read, and
+every event that arrived in one read comes out together (``next_events``), so the relay
+writes them to the client at once.
 """
 
 from __future__ import annotations
@@ -25,24 +23,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import httpx
+import aiohttp
 from django.conf import settings
 
-POOL_SHARDS = 8
-SHARD_STREAMS = 16
-
-
-class _Shard:
-    """One pooled client and the number of streams open on it."""
-
-    __slots__ = ("client", "streams")
-
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
-        self.streams = 0
-
-
-_clients: dict[asyncio.AbstractEventLoop, list[_Shard]] = {}
+_sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
 DONE = b"[DONE]"
 # After [DONE], how long to wait for the end of the response body (normally already
 # received) before closing the connection instead of returning it to the pool.
@@ -66,45 +50,41 @@ class UpstreamCall:
     authorization: str | None
 
 
-def _timeouts() -> httpx.Timeout:
+def _new_session() -> aiohttp.ClientSession:
     conf = settings.UBERLLM
+    connector = aiohttp.TCPConnector(
+        limit=conf["UPSTREAM_MAX_CONNECTIONS"], limit_per_host=0, ttl_dns_cache=60,
+        resolver=_resolver(), enable_cleanup_closed=False,
+    )  # fmt: skip
     read = max(conf["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"], conf["UPSTREAM_IDLE_TIMEOUT_S"])
-    return httpx.Timeout(conf["UPSTREAM_CONNECT_TIMEOUT_S"], read=read, pool=10.0)
-
-
-def _new_client() -> httpx.AsyncClient:
-    # UPSTREAM_MAX_CONNECTIONS bounds the connections of all shards together.
-    limit = -(-settings.UBERLLM["UPSTREAM_MAX_CONNECTIONS"] // POOL_SHARDS)
-    return httpx.AsyncClient(
-        timeout=_timeouts(),
-        limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
-        follow_redirects=False,
-        trust_env=False,
+    timeout = aiohttp.ClientTimeout(
+        total=None, sock_connect=conf["UPSTREAM_CONNECT_TIMEOUT_S"], sock_read=read
     )
+    return aiohttp.ClientSession(
+        connector=connector, timeout=timeout, auto_decompress=False, trust_env=False,
+        skip_auto_headers=("User-Agent",), raise_for_status=False,
+    )  # fmt: skip
 
 
-def _shard() -> _Shard:
-    """The first shard with room for a stream, else the least busy (running loop's)."""
+def _resolver():
+    """The connect-time guard against internal addresses (DNS rebinding), if present."""
+    try:
+        from providers.netguard import GuardedResolver
+    except ImportError:
+        return None
+    return GuardedResolver()
+
+
+def _session() -> aiohttp.ClientSession:
     loop = asyncio.get_running_loop()
-    shards = _clients.get(loop)
-    if shards is None:
-        shards = _clients[loop] = [_Shard(_new_client()) for _ in range(POOL_SHARDS)]
-    shard = next((s for s in shards if s.streams < SHARD_STREAMS), None)
-    shard = shard or min(shards, key=lambda s: s.streams)
-    if shard.client.is_closed:
-        shard.client = _new_client()
-    return shard
+    session = _sessions.get(loop)
+    if session is None or session.closed:
+        session = _sessions[loop] = _new_session()
+    return session
 
 
-def get_client() -> httpx.AsyncClient:
-    """A pooled client of the process for the running event loop."""
-    return _shard().client
-
-
-def _headers(call: UpstreamCall, stream: bool) -> dict[str, str]:
-    headers = {"content-type": "application/json"}
-    if stream:
-        headers["accept"] = "text/event-stream"
+def _headers(call: UpstreamCall) -> dict[str, str]:
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
     if call.authorization:
         headers["authorization"] = call.authorization
     return headers
@@ -115,12 +95,12 @@ def _error_message(body: bytes, status: int) -> str:
     return f"upstream HTTP {status}: {text}" if text else f"upstream HTTP {status}"
 
 
-def _wrap(exc: Exception) -> UpstreamError:
+def _wrap(exc: BaseException) -> UpstreamError:
     if isinstance(exc, UpstreamError):
         return exc
-    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ClientConnectorDNSError):
         return UpstreamError("connect", f"cannot connect to upstream: {exc.__class__.__name__}")
-    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+    if isinstance(exc, asyncio.TimeoutError | TimeoutError | aiohttp.ServerTimeoutError):
         return UpstreamError("timeout", "upstream timed out")
     return UpstreamError("protocol", f"upstream failed: {exc.__class__.__name__}")
 
@@ -173,10 +153,10 @@ class UpstreamStream:
     """An open SSE stream: ``next_events()`` (or ``next_data()``) until None; always
     ``aclose()``."""
 
-    def __init__(self, response: httpx.Response, shard: _Shard | None = None) -> None:
+    __slots__ = ("_ready", "_response", "_splitter", "saw_done")
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
         self._response = response
-        self._shard = shard
-        self._chunks = response.aiter_bytes()
         self._splitter = SSESplitter()
         self._ready: list[bytes] = []
         self.saw_done = False
@@ -187,13 +167,14 @@ class UpstreamStream:
         if self._ready:
             ready, self._ready = self._ready, []
             return ready
+        content = self._response.content
         while True:
             try:
-                chunk = await anext(self._chunks)
-            except StopAsyncIteration:
-                return self._splitter.flush() or None
+                chunk = await content.readany()
             except Exception as exc:
                 raise _wrap(exc) from exc
+            if not chunk:
+                return self._splitter.flush() or None
             if events := self._splitter.feed(chunk):
                 if DONE in events:
                     self.saw_done = True
@@ -217,51 +198,41 @@ class UpstreamStream:
             yield data
 
     async def aclose(self) -> None:
-        try:
-            if self.saw_done and not self._response.is_closed:
-                # Read the end of the body (normally already here) so httpcore keeps the
-                # connection for the next request instead of closing it.
+        response = self._response
+        if self.saw_done and not response.content.at_eof():
+            # Read the end of the body (normally already here) so the connection goes
+            # back to the pool instead of being closed.
+            try:
                 async with asyncio.timeout(DRAIN_AFTER_DONE_S):
-                    async for _ in self._chunks:
+                    while await response.content.readany():
                         pass
-        except Exception:  # noqa: S110 - closing below is the fallback
-            pass
-        finally:
-            if self._shard is not None:
-                self._shard.streams -= 1
-                self._shard = None
-            await self._response.aclose()
+            except Exception:  # noqa: S110 - closing below is the fallback
+                pass
+        if self.saw_done and response.content.at_eof():
+            response.release()
+        else:
+            response.close()  # the provider sees the disconnect now
 
 
 async def open_stream(call: UpstreamCall) -> UpstreamStream:
     """POST a streaming request; raises ``UpstreamError`` unless the provider says 200."""
-    shard = _shard()
-    request = shard.client.build_request(
-        "POST", call.url, content=call.body, headers=_headers(call, True)
-    )
-    shard.streams += 1
     try:
-        response = await shard.client.send(request, stream=True)
-    except BaseException as exc:
-        shard.streams -= 1
-        if not isinstance(exc, Exception):
-            raise
+        response = await _session().post(call.url, data=call.body, headers=_headers(call))
+    except Exception as exc:
         raise _wrap(exc) from exc
-    if response.status_code != 200:
-        shard.streams -= 1
+    if response.status != 200:
         try:
-            body = await response.aread()
+            body = await response.content.read(4096)
         except Exception:
             body = b""
         finally:
-            await response.aclose()
-        raise UpstreamError(
-            "http", _error_message(body, response.status_code), response.status_code
-        )
-    return UpstreamStream(response, shard)
+            response.close()
+        raise UpstreamError("http", _error_message(body, response.status), response.status)
+    return UpstreamStream(response)
 
 
 async def close_client() -> None:
-    """Close this loop's pooled clients (a short-lived loop, e.g. a Celery task's)."""
-    for shard in _clients.pop(asyncio.get_running_loop(), None) or ():
-        await shard.client.aclose()
+    """Close this loop's pooled session (a short-lived loop, e.g. a Celery task's)."""
+    session = _sessions.pop(asyncio.get_running_loop(), None)
+    if session is not None:
+        await session.close()

@@ -66,3 +66,11 @@ async def hedge_budget_reserve(amount: Decimal) -> bool:
 
 async def hedge_budget_settle(reserved: Decimal, actual: Decimal) -> None:
     await db_call(hedge_budget_replace)(reserved, actual)
+
+
+def hedge_budget_left_usd(day: date | None = None) -> Decimal:
+    """Today's budget left, read only (a day without a row has its whole budget)."""
+    row = HedgeBudgetDay.objects.filter(day=day or utc_today()).first()
+    if row is None:
+        return Decimal(str(settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"]))
+    return max(Decimal(0), row.budget_usd - row.spent_usd)

@@ -114,18 +114,25 @@ class CatalogCache:
         self._expires = 0.0  # past this, a request waits for the reload
         self._refresh_at = 0.0  # past this, a request starts a reload in the background
         self._reload_task: asyncio.Task | None = None
+        self._loaded = False
 
     def invalidate(self) -> None:
+        """Forget the snapshot: the next request waits for a fresh one."""
         self._expires = self._refresh_at = 0.0
+        self._loaded = False
 
     def snapshot(self) -> dict[str, CatalogModel]:
         return self._snapshot
 
     async def get(self, slug: str) -> CatalogModel | None:
+        """The model's routes. Past half the TTL a reload starts in the background;
+        a request waits for it only if there is no snapshot yet (cold start, or just
+        invalidated) or the model is unknown to a snapshot past its TTL (a model just
+        added). So an unreachable database leaves the last snapshot serving."""
         now = time.monotonic()
         if now >= self._refresh_at:
             task = self._start_reload()
-            if now >= self._expires:
+            if not self._loaded or (now >= self._expires and slug not in self._snapshot):
                 await asyncio.shield(task)
         return self._snapshot.get(slug)
 
@@ -137,8 +144,17 @@ class CatalogCache:
         return task
 
     async def _load(self) -> None:
-        self._snapshot = await db_call(load_catalog)()
         ttl = settings.UBERLLM["CATALOG_CACHE_TTL_S"]
+        try:
+            self._snapshot = await db_call(load_catalog)()
+        except Exception:
+            if not self._loaded:
+                raise
+            # Keep serving the last snapshot; try again after a short pause.
+            now = time.monotonic()
+            self._refresh_at = now + min(1.0, ttl / 2)
+            return
+        self._loaded = True
         now = time.monotonic()
         self._expires, self._refresh_at = now + ttl, now + ttl / 2
 

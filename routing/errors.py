@@ -11,8 +11,11 @@ _TYPES = {
     402: "insufficient_quota",
     404: "not_found_error",
     405: "invalid_request_error",
+    411: "invalid_request_error",
     413: "invalid_request_error",
+    415: "invalid_request_error",
     429: "rate_limit_error",
+    500: "api_error",
     502: "upstream_error",
     503: "service_unavailable",
     504: "timeout_error",
@@ -23,13 +26,34 @@ class GatewayError(Exception):
     """An error answered to the client in the OpenAI error shape."""
 
     def __init__(
-        self, status: int, message: str, *, code: str | None = None, param: str | None = None
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        retry_after_s: int | None = None,
+        allow: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code or _TYPES.get(status, "error")
         self.param = param
+        self.retry_after_s = retry_after_s
+        self.allow = allow
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """Retry-After (429/503) and Allow (405), when set."""
+        headers = []
+        if self.retry_after_s is not None:
+            headers.append((b"retry-after", str(self.retry_after_s).encode()))
+        if self.allow:
+            headers.append((b"allow", self.allow.encode()))
+        return headers
+
+    def body(self) -> bytes:
+        return orjson.dumps(self.payload())
 
     def payload(self) -> dict:
         return {
@@ -42,9 +66,10 @@ class GatewayError(Exception):
         }
 
     def response(self) -> HttpResponse:
-        return HttpResponse(
-            orjson.dumps(self.payload()), status=self.status, content_type="application/json"
-        )
+        response = HttpResponse(self.body(), status=self.status, content_type="application/json")
+        for name, value in self.headers():
+            response[name.decode()] = value.decode()
+        return response
 
 
 def error_response(status: int, message: str, *, code: str | None = None) -> HttpResponse:

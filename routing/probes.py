@@ -29,8 +29,9 @@ from uberllm.aio import db_call, drain_background
 from .catalog import EndpointRoute, load_catalog
 from .core.probe import CONFIRMATIONS, confirmed_shift, shift_direction
 from .core.types import bucket_for
+from .memory import load_speed_summary
 from .models import ProbeResult, SpeedSample
-from .state import load_speed_summary, mark_unusable
+from .outbox import mark_unusable_now
 
 FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
 
@@ -137,7 +138,7 @@ async def _probe(cycle: int, target: ProbeTarget, limit: asyncio.Semaphore) -> s
         except (UpstreamError, TimeoutError) as exc:
             status = "failed"
             error = getattr(exc, "message", "") or "probe timed out"
-            mark_unusable(target.model_slug, target.route.endpoint_id)
+            await mark_unusable_now(target.route.endpoint_id)
         await db_call(_record)(cycle, target, ttfts, status, error, restart)
         return status
 

@@ -1,8 +1,12 @@
 """A small key-value interface over the shared store: Redis when ``REDIS_URL`` is set,
 else process memory (the embedded default runs one gateway process).
 
-Used for what must be fast on the hot path and may expire: unusable marks (R2.7) and
-remembered prompt prefixes per endpoint (R2.3).
+Only background tasks use it (``routing.memory``'s refresher, ``routing.outbox``'s
+writer, probes): the request path reads the in-process snapshot instead. That matters
+beyond speed: redis-py's asyncio client can swallow a task's cancellation, and a
+pool that is full fails instead of waiting; neither may touch a client's request.
+The Redis client here waits for a pooled connection (bounded) and times out its
+socket operations, so an outage surfaces as an exception the caller logs and retries.
 """
 
 from __future__ import annotations
@@ -13,22 +17,26 @@ from typing import Protocol
 
 from django.conf import settings
 
+PREFIX_LOG_MAXLEN = 100_000
+REDIS_TIMEOUT_S = 2.0
+LogEntry = tuple[str, int, float]  # (prefix hash, endpoint id, expires at)
+
 
 class SharedKV(Protocol):
     async def get_many(self, keys: list[str]) -> dict[str, str]: ...
     async def set(self, key: str, value: str, ttl_s: float) -> None: ...
-    async def hgetall_many(self, keys: list[str]) -> list[dict[str, str]]: ...
-    async def hset(self, key: str, field: str, value: str, ttl_s: float) -> None: ...
+    async def append_log(self, log: str, entries: list[LogEntry]) -> None: ...
+    async def read_log(self, log: str, after: str) -> tuple[str, list[LogEntry]]: ...
 
 
 class LocalKV:
     """Process memory with expiry (the same contract as RedisKV)."""
 
     def __init__(self, clock=time.time) -> None:
-        self._values: dict[str, tuple[float, object]] = {}
+        self._values: dict[str, tuple[float, str]] = {}
         self._clock = clock
 
-    def _get(self, key: str):
+    def _get(self, key: str) -> str | None:
         hit = self._values.get(key)
         if hit is None or hit[0] < self._clock():
             self._values.pop(key, None)
@@ -36,19 +44,16 @@ class LocalKV:
         return hit[1]
 
     async def get_many(self, keys: list[str]) -> dict[str, str]:
-        return {k: v for k in keys if isinstance(v := self._get(k), str)}
+        return {k: v for k in keys if (v := self._get(k)) is not None}
 
     async def set(self, key: str, value: str, ttl_s: float) -> None:
         self._values[key] = (self._clock() + ttl_s, value)
 
-    async def hgetall_many(self, keys: list[str]) -> list[dict[str, str]]:
-        return [dict(v) if isinstance(v := self._get(k), dict) else {} for k in keys]
+    async def append_log(self, log: str, entries: list[LogEntry]) -> None:
+        return None  # one process: its own memory already holds what it learnt
 
-    async def hset(self, key: str, field: str, value: str, ttl_s: float) -> None:
-        current = self._get(key)
-        mapping = current if isinstance(current, dict) else {}
-        mapping[field] = value
-        self._values[key] = (self._clock() + ttl_s, mapping)
+    async def read_log(self, log: str, after: str) -> tuple[str, list[LogEntry]]:
+        return after, []
 
 
 class RedisKV:
@@ -64,7 +69,12 @@ class RedisKV:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = redis.Redis.from_url(self._url, decode_responses=True)
+            pool = redis.BlockingConnectionPool.from_url(
+                self._url, decode_responses=True, max_connections=16,
+                timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S,
+                socket_connect_timeout=REDIS_TIMEOUT_S,
+            )  # fmt: skip
+            client = self._clients[loop] = redis.Redis(connection_pool=pool)
         return client
 
     async def get_many(self, keys: list[str]) -> dict[str, str]:
@@ -76,19 +86,27 @@ class RedisKV:
     async def set(self, key: str, value: str, ttl_s: float) -> None:
         await self._client().set(key, value, px=max(1, int(ttl_s * 1000)))
 
-    async def hgetall_many(self, keys: list[str]) -> list[dict[str, str]]:
-        if not keys:
-            return []
+    async def append_log(self, log: str, entries: list[LogEntry]) -> None:
+        if not entries:
+            return
         async with self._client().pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.hgetall(key)
-            return await pipe.execute()
-
-    async def hset(self, key: str, field: str, value: str, ttl_s: float) -> None:
-        async with self._client().pipeline(transaction=False) as pipe:
-            pipe.hset(key, field, value)
-            pipe.pexpire(key, max(1, int(ttl_s * 1000)))
+            for prefix_hash, endpoint_id, expires_at in entries:
+                fields = {"h": prefix_hash, "e": endpoint_id, "x": repr(expires_at)}
+                pipe.xadd(log, fields, maxlen=PREFIX_LOG_MAXLEN, approximate=True)
             await pipe.execute()
+
+    async def read_log(self, log: str, after: str) -> tuple[str, list[LogEntry]]:
+        """Entries appended after ``after`` ("$": from now on); returns the new cursor."""
+        if after == "$":
+            last = await self._client().xrevrange(log, count=1)
+            return (last[0][0] if last else "0-0"), []
+        found = await self._client().xread({log: after}, count=10_000)
+        entries: list[LogEntry] = []
+        for _, messages in found:
+            for message_id, fields in messages:
+                after = message_id
+                entries.append((fields["h"], int(fields["e"]), float(fields["x"])))
+        return after, entries
 
 
 _kv: SharedKV | None = None

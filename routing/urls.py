@@ -7,7 +7,6 @@ from . import apis, views
 app_name = "api"
 
 urlpatterns = [
-    path("chat/completions", views.chat_completions, name="chat-completions"),
     path("models", views.models_list, name="models"),
     path("generation", apis.GenerationApi.as_view(), name="generation"),
     path("activity", ActivityListApi.as_view(), name="activity"),

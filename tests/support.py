@@ -113,11 +113,11 @@ class GatewayServer:
 
 
 def wait_background_idle(timeout: float = 10.0) -> None:
-    """Wait until the in-thread gateway has no background task (ledger, learning) left."""
+    """Wait until the in-thread gateway has no background work (ledger, learning) left."""
     from uberllm import aio
 
     deadline = time.monotonic() + timeout
-    while aio._background and time.monotonic() < deadline:
+    while not aio.background_idle() and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -125,12 +125,11 @@ def reset_process_caches(test_name: str) -> None:
     """Drop in-process caches and namespace the shared store for this test, so tests
     cannot see each other's catalog, keys, marks or prefixes."""
     from billing import auth, limits
-    from routing import shared
+    from routing import memory, shared
     from routing.catalog import catalog_cache
-    from routing.state import routing_state
 
     catalog_cache.invalidate()
-    routing_state.invalidate()
+    memory.reset_memory()
     auth._cache.clear()
     limits.forget_key_spend()
     shared._kv = None

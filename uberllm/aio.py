@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
+from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
+logger = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 _background: set[asyncio.Task] = set()
 
 
@@ -45,3 +49,105 @@ async def drain_background() -> None:
     pending = [task for task in _background if task.get_loop() is loop]
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)
+
+
+_services: set[asyncio.Task] = set()
+
+
+def run_service(coro: Coroutine[Any, Any, R]) -> asyncio.Task[R]:
+    """Start a long-lived background loop (a refresher, a writer): like
+    ``run_in_background`` but not counted as pending work by ``background_idle``."""
+    task = asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
+    _services.add(task)
+    task.add_done_callback(_services.discard)
+    return task
+
+
+class BatchWriter(Generic[T]):
+    """A bounded queue drained by one background task per event loop, in batches.
+
+    ``put`` never waits (the request path calls it); ``flush(batch)`` runs in the
+    background. A failed flush (a store down) is retried with back-off when ``retry``
+    is set, so nothing is lost while the process lives; otherwise the batch is dropped
+    after ``max_tries``. A full queue drops the new item and counts it in ``dropped``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        flush: Callable[[list[T]], Coroutine[Any, Any, None]],
+        *,
+        max_items: int = 100_000,
+        batch_size: int = 200,
+        retry: bool = True,
+        max_tries: int = 5,
+    ) -> None:
+        self.name = name
+        self._flush = flush
+        self.max_items = max_items
+        self.batch_size = batch_size
+        self.retry = retry
+        self.max_tries = max_tries
+        self._items: deque[T] = deque()
+        self._wakeup: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self.in_flight = 0
+        self.dropped = 0
+        self.failures = 0  # consecutive failed flushes
+        WRITERS.append(self)
+
+    def pending(self) -> int:
+        return len(self._items) + self.in_flight
+
+    def put(self, item: T) -> bool:
+        if len(self._items) >= self.max_items:
+            self.dropped += 1
+            return False
+        self._items.append(item)
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._wakeup = asyncio.Event()
+            self._task = run_service(self._run())
+        self._wakeup.set()
+        return True
+
+    async def _run(self) -> None:
+        assert self._wakeup is not None
+        while True:
+            if not self._items:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            batch = [self._items.popleft() for _ in range(min(self.batch_size, len(self._items)))]
+            self.in_flight = len(batch)
+            try:
+                await self._flush_with_retries(batch)
+            finally:
+                self.in_flight = 0
+
+    async def _flush_with_retries(self, batch: list[T]) -> None:
+        tries = 0
+        while True:
+            try:
+                await self._flush(batch)
+                self.failures = 0
+                return
+            except asyncio.CancelledError:
+                self._items.extendleft(reversed(batch))
+                raise
+            except Exception as exc:
+                tries += 1
+                self.failures += 1
+                if self.failures in (1, 10, 100) or self.failures % 1000 == 0:
+                    logger.warning("%s: write failed (%s), retrying", self.name, exc)
+                if not self.retry and tries >= self.max_tries:
+                    self.dropped += len(batch)
+                    return
+                await asyncio.sleep(min(5.0, 0.05 * 2 ** min(tries, 7)))
+
+
+def background_idle() -> bool:
+    """No detached task and no writer with pending items (tests wait for this)."""
+    return not _background and all(w.pending() == 0 for w in WRITERS)
+
+
+WRITERS: list[BatchWriter] = []

@@ -1,64 +1,30 @@
-"""ASGI entry point: a Channels ProtocolTypeRouter in front of Django.
+"""ASGI entry point: a Channels ProtocolTypeRouter in front of the apps.
 
-HTTP goes to Django's own ASGI handler, so the chat endpoint is a Django async view
-that is cancelled within milliseconds when the client disconnects (a Channels
-AsyncHttpConsumer looping in handle() is not).
-
-The chat endpoint is served by a second Django handler whose only middleware is one
-native async middleware adding the security headers: under ASGI every classic
-(MiddlewareMixin) middleware runs its hooks in a thread, 13 thread hops per request,
-and the chat endpoint needs none of them (no session, CSRF, messages or auth cookie).
-Measured: 8.7 -> 5.8 ms of CPU per request (docs/benchmarks.md). Every other URL keeps
-the full middleware chain.
+HTTP goes through a Channels ``URLRouter``: the chat endpoint to the lean ASGI handler
+of ``routing.gateway`` (no Django request, no middleware: it is the hot path, and it
+is cancelled within milliseconds of a client disconnect), everything else to Django's
+own ASGI handler with the full middleware chain.
 """
 
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
 
-from channels.routing import ProtocolTypeRouter
+from channels.routing import ProtocolTypeRouter, URLRouter
 from django.core.asgi import get_asgi_application
-from django.core.handlers.asgi import ASGIHandler
-from django.test.utils import override_settings
-from django.utils.decorators import async_only_middleware
-
-CHAT_PATH = "/api/v1/chat/completions"
-API_HEADERS = (
-    ("X-Content-Type-Options", "nosniff"),
-    ("Referrer-Policy", "same-origin"),
-    ("Cross-Origin-Opener-Policy", "same-origin"),
-    ("X-Frame-Options", "DENY"),
-)
-
-
-@async_only_middleware
-def api_security_headers(get_response):
-    """The headers SecurityMiddleware and XFrameOptionsMiddleware would add."""
-
-    async def middleware(request):
-        response = await get_response(request)
-        for name, value in API_HEADERS:
-            response.headers.setdefault(name, value)
-        return response
-
-    return middleware
-
-
-class ChatHandler(ASGIHandler):
-    """Django's ASGI handler with only ``api_security_headers`` as middleware."""
-
-    def load_middleware(self, is_async: bool = False) -> None:
-        with override_settings(MIDDLEWARE=["uberllm.asgi.api_security_headers"]):
-            super().load_middleware(is_async)
-
+from django.urls import re_path
 
 django_asgi_app = get_asgi_application()
-chat_app = ChatHandler()
 
+from routing.gateway.asgi import chat_app  # noqa: E402 - needs the app registry
 
-async def http_app(scope, receive, send) -> None:
-    app = chat_app if scope["path"] == CHAT_PATH else django_asgi_app
-    await app(scope, receive, send)
+CHAT_PATH = "/api/v1/chat/completions"
 
+http_routes = URLRouter(
+    [
+        re_path(r"^(?:api/)?v1/chat/completions/?$", chat_app),
+        re_path(r"", django_asgi_app),
+    ]
+)
 
-application = ProtocolTypeRouter({"http": http_app})
+application = ProtocolTypeRouter({"http": http_routes})

@@ -158,8 +158,12 @@ LOGGING = {
 
 # --- UberLLM product settings (fixed waits of the product are settings, so tests are fast)
 UBERLLM = {
-    # Largest accepted chat request body; larger gets HTTP 413 before parsing.
+    # Largest accepted chat request body; larger gets HTTP 413 before it is read (from
+    # Content-Length) or as soon as a chunked body passes it.
     "MAX_BODY_BYTES": env.int("UBERLLM_MAX_BODY_BYTES", default=10 * 1024 * 1024),
+    # Admission control: chat calls in flight per gateway process; past it a JSON 503
+    # with Retry-After answers at once instead of queueing without bound.
+    "MAX_INFLIGHT_CALLS": env.int("UBERLLM_MAX_INFLIGHT_CALLS", default=2000),
     # Upstream timeouts (seconds): connect, wait for response headers, wait for the first
     # token, and the longest gap between two chunks once streaming.
     "UPSTREAM_CONNECT_TIMEOUT_S": env.float("UBERLLM_UPSTREAM_CONNECT_TIMEOUT_S", default=5.0),

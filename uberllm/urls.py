@@ -3,6 +3,9 @@ from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.views import serve as serve_static
 from django.http import FileResponse, HttpResponse, JsonResponse
 from django.urls import include, path, re_path
+from django.views import defaults
+
+from routing.views import api_not_found, api_server_error
 
 
 def healthz(request):
@@ -25,6 +28,7 @@ def static_file(request, path: str) -> HttpResponse:
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("routing.urls")),
+    re_path(r"^api/", api_not_found),  # every unknown /api/ path answers JSON
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", healthz),
@@ -33,3 +37,15 @@ urlpatterns = [
     re_path(r"^static/(?P<path>.+)$", static_file),
     path("", include("billing.urls")),
 ]
+
+
+def handler404(request, exception=None):
+    if request.path.startswith("/api/"):
+        return api_not_found(request, exception)
+    return defaults.page_not_found(request, exception)
+
+
+def handler500(request):
+    if request.path.startswith("/api/"):
+        return api_server_error(request)
+    return defaults.server_error(request)

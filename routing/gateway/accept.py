@@ -1,0 +1,144 @@
+"""Accepting a chat request: authenticate, check the key's limit, validate, plan.
+
+The result is an immutable ``Accepted``: made once, read by the session's router, the
+relay and ``finish``. Planning reads only the in-process snapshot (``routing.memory``),
+never a shared store.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+import orjson
+from django.conf import settings
+from django.utils import timezone
+
+from billing.auth import KeyPrincipal, authenticate
+from billing.limits import key_over_monthly_limit
+
+from ..catalog import CatalogModel, EndpointRoute, catalog_cache
+from ..core.options import RoutingOptions
+from ..core.plan import plan_route
+from ..core.prefix import PrefixHashes, prefix_hashes
+from ..core.types import RequestFeatures, RoutePlan, RoutingError, bucket_for
+from ..errors import GatewayError
+from ..memory import memory, refresher
+from ..request import ChatRequest, parse_chat_request
+
+_rng = random.Random()
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """One accepted chat request, as planned (immutable)."""
+
+    request_id: str
+    principal: KeyPrincipal
+    chat: ChatRequest
+    model: CatalogModel
+    plan: RoutePlan
+    prompt_tokens_estimate: int
+    raw_prompt_tokens: int
+    prefix_hashes: PrefixHashes
+    cached_tokens: dict[int, int]
+    created_at: datetime
+    started: float  # perf_counter at acceptance
+
+    def elapsed_ms(self) -> int:
+        return int((time.perf_counter() - self.started) * 1000)
+
+    def upstream_body(self, route: EndpointRoute) -> bytes:
+        body = dict(self.chat.body)
+        body["model"] = route.upstream_model
+        # Upstream always streams (a non-streaming reply is assembled from the chunks, so
+        # every call measures its TTFT) and always reports usage, which billing needs; the
+        # usage chunk is stripped if the client did not ask for it.
+        body["stream"] = True
+        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+        return orjson.dumps(body)
+
+
+async def require_key(authorization: str | None) -> KeyPrincipal:
+    principal = await authenticate(authorization)
+    if principal is None:
+        raise GatewayError(401, "Missing, invalid or revoked API key.", code="invalid_api_key")
+    return principal
+
+
+def followup_turns(chat: ChatRequest) -> float:
+    """A conversation (it already holds a reply) is expected to go on: its next turns
+    resend this prompt, as cache reads where it is served now."""
+    if any(m.get("role") in ("assistant", "tool") for m in chat.messages):
+        return settings.UBERLLM["FOLLOWUP_TURNS"]
+    return 0.0
+
+
+def _options(chat: ChatRequest) -> RoutingOptions:
+    try:
+        return RoutingOptions.from_request(chat.provider_options, chat.model_suffix)
+    except RoutingError as exc:
+        raise GatewayError(exc.status, exc.message, code=exc.code, param="provider") from None
+
+
+def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dict, int, int, list]:
+    """Plan where to send ``chat`` from the snapshot; GatewayError (400/404) if nowhere."""
+    options = _options(chat)
+    slug = model.info.slug
+    raw = memory.tokens.estimate(chat.messages)
+    ratio = memory.tokens.ratio(slug)
+    prompt_tokens = round(raw * ratio)
+    hashes = [(h, round(t * ratio)) for h, t in prefix_hashes(chat.messages)]
+    now = time.time()
+    cached = memory.cached_tokens(hashes, model.by_id, now)
+    bucket = bucket_for(prompt_tokens)
+    features = RequestFeatures(
+        prompt_tokens=prompt_tokens,
+        expected_output_tokens=memory.outputs.expected(slug, bucket, chat.max_tokens),
+        cached_tokens=cached,
+        required_parameters=chat.required_parameters,
+        stream=chat.stream,
+        expected_followup_turns=followup_turns(chat),
+    )
+    try:
+        plan = plan_route(
+            model.info,
+            [route.info for route in model.endpoints],
+            features,
+            options,
+            memory.speed,
+            memory.unusable(now),
+            _rng,
+            exploration_rate=settings.UBERLLM["EXPLORATION_RATE"],
+        )
+    except RoutingError as exc:
+        raise GatewayError(exc.status, exc.message, code=exc.code) from None
+    return plan, cached, prompt_tokens, raw, hashes
+
+
+async def accept(principal: KeyPrincipal, body: bytes) -> Accepted:
+    """Validate and plan an authenticated request; raises GatewayError."""
+    if (over := await key_over_monthly_limit(principal)) is not None:
+        raise GatewayError(402, over, code="insufficient_quota")
+    chat = parse_chat_request(body)
+    model = await catalog_cache.get(chat.model_slug)
+    if model is None:
+        raise GatewayError(404, f"Unknown model '{chat.model_slug}'.", code="model_not_found")
+    await refresher.ready()
+    plan, cached, prompt_tokens, raw, hashes = plan_request(chat, model)
+    return Accepted(
+        request_id=f"gen-{uuid.uuid4().hex}",
+        principal=principal,
+        chat=chat,
+        model=model,
+        plan=plan,
+        prompt_tokens_estimate=prompt_tokens,
+        raw_prompt_tokens=raw,
+        prefix_hashes=hashes,
+        cached_tokens=cached,
+        created_at=timezone.now(),
+        started=time.perf_counter(),
+    )

@@ -1,0 +1,145 @@
+"""The chat endpoint as a lean ASGI application (Django stays for everything else).
+
+Per request: admission (a bounded number of calls in flight per process, else a JSON
+503 with Retry-After), the body read with its size limit enforced before and while
+reading (413 from ``Content-Length`` before any byte is read, a chunked body cut at the
+limit), authentication, acceptance (``accept``), then the gateway session (``call``).
+
+A watcher awaits the ASGI ``http.disconnect`` message and cancels the call's task when
+the client goes: the upstream connections close within milliseconds. Every response,
+errors included, is JSON or SSE; an unexpected exception answers a JSON 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from django.conf import settings
+
+from billing.auth import KeyPrincipal
+
+from ..errors import GatewayError
+from .accept import accept, require_key
+from .call import LiveCall
+from .finish import start
+from .respond import Responder
+
+logger = logging.getLogger(__name__)
+
+
+class Admission:
+    """Calls in flight in this process, bounded by ``MAX_INFLIGHT_CALLS``."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.refused = 0
+
+    def try_enter(self) -> bool:
+        if self.in_flight >= settings.UBERLLM["MAX_INFLIGHT_CALLS"]:
+            self.refused += 1
+            return False
+        self.in_flight += 1
+        return True
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+
+
+admission = Admission()
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _too_large(limit: int) -> GatewayError:
+    return GatewayError(413, f"Request body is larger than {limit} bytes.", code="too_large")
+
+
+async def read_body(scope: dict[str, Any], receive) -> bytes:
+    """The whole body, or GatewayError 413 as soon as it is known to exceed the limit."""
+    limit = settings.UBERLLM["MAX_BODY_BYTES"]
+    declared = _header(scope, b"content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        if not declared.isdigit():
+            raise GatewayError(400, "Invalid Content-Length header.")
+        raise _too_large(limit)
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise asyncio.CancelledError
+        body = message.get("body", b"")
+        size += len(body)
+        if size > limit:
+            raise _too_large(limit)
+        parts.append(body)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _content_type_ok(scope: dict[str, Any]) -> bool:
+    content_type = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    return content_type in ("", "application/json") or content_type.endswith("+json")
+
+
+async def _watch_disconnect(receive, task: asyncio.Task, out: Responder) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if not out.ended:  # after the last byte, a closed connection is no news
+                task.cancel()
+            return
+
+
+class ChatApp:
+    """ASGI app for ``POST /api/v1/chat/completions``."""
+
+    async def __call__(self, scope: dict[str, Any], receive, send) -> None:
+        out = Responder(send)
+        if scope["method"] != "POST":
+            await out.error(GatewayError(405, "Use POST.", allow="POST"))
+            return
+        if not admission.try_enter():
+            error = GatewayError(503, "The gateway is at capacity; retry shortly.",
+                                 code="overloaded", retry_after_s=1)  # fmt: skip
+            await out.error(error)
+            return
+        try:
+            await self._handle(scope, receive, out)
+        except asyncio.CancelledError:
+            pass  # the client went away; the call (if any) finished its row
+        except Exception:
+            logger.exception("chat request failed")
+            if not out.started:
+                await out.error(GatewayError(500, "Internal gateway error.", code="internal"))
+        finally:
+            admission.leave()
+
+    async def _handle(self, scope: dict[str, Any], receive, out: Responder) -> None:
+        try:
+            body = await read_body(scope, receive)
+            if not _content_type_ok(scope):
+                raise GatewayError(415, "Content-Type must be application/json.")
+            principal: KeyPrincipal = await require_key(_header(scope, b"authorization"))
+            accepted = await accept(principal, body)
+        except GatewayError as exc:
+            await out.error(exc)
+            return
+        start(accepted)
+        task = asyncio.current_task()
+        assert task is not None
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, task, out))
+        try:
+            await LiveCall(accepted, out).run()
+        finally:
+            watcher.cancel()
+
+
+chat_app = ChatApp()

@@ -1,0 +1,408 @@
+"""The live shell around the gateway session: legs are asyncio tasks, timers are loop
+callbacks, the serving leg is relayed straight to the ASGI ``send``.
+
+Nothing reaches the customer before an upstream has produced its first token, so any
+failure until then is retried (R4). If that takes longer than ``KEEPALIVE_AFTER_S`` (a
+long prefill) a streaming response starts anyway and SSE comments (``: PROCESSING``)
+keep it alive; a failure from then on ends the stream with an error chunk, never a
+silent clean end. A non-streaming reply is assembled from the upstream stream; a
+failure at any point of it is retried, since nothing reached the customer.
+
+The call's task is cancelled when the client disconnects (``routing.gateway.asgi``):
+every leg is cancelled with it and its upstream connection closed, and the row says
+cancelled, with the tokens delivered so far billed (the provider charged for them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from decimal import Decimal
+
+import orjson
+from django.conf import settings
+
+from billing.ledger import AttemptResult
+from providers.upstream import UpstreamCall, UpstreamError, open_stream
+from uberllm.aio import run_in_background
+
+from ..budget import hedge_budget_reserve, hedge_budget_settle
+from ..core.session import (
+    Action,
+    CancelLeg,
+    Done,
+    GatewaySession,
+    GiveUp,
+    Leg,
+    OpenLeg,
+    Serve,
+    StartTimer,
+)  # fmt: skip
+from ..errors import GatewayError
+from .accept import Accepted
+from .assemble import CompletionAssembler
+from .finish import Outcome, finish
+from .relay import DONE, DONE_DATA, KEEPALIVE, ChunkRewriter, LiveAttempt, encode_all, error_chunk
+from .respond import Responder
+from .router import LiveRouter
+
+logger = logging.getLogger(__name__)
+
+
+def final_error(error: UpstreamError | None, attempts: int) -> GatewayError:
+    """The customer's error once every attempt failed: the last upstream error."""
+    if error is None:
+        return GatewayError(503, "No endpoint could be tried.", code="no_endpoint")
+    if error.kind == "timeout":
+        status = 504
+    elif error.status in (400, 413, 422):
+        status = 400
+    elif error.status == 429:
+        status = 429
+    else:
+        status = 502
+    message = f"All {attempts} upstream attempt(s) failed; last: {error.message}"
+    return GatewayError(status, message, code="upstream_error")
+
+
+async def _first_token(attempt: LiveAttempt) -> None:
+    """Read events until the first one carrying a token; the rewritten chunks up to it
+    go to ``attempt.pending`` (later events of the same read stay in the stream)."""
+    stream, rewriter = attempt.stream, attempt.rewriter
+    assert stream is not None
+    while True:
+        events = await stream.next_events()
+        if events is None:
+            raise UpstreamError("protocol", "upstream stream ended before the first token")
+        for index, data in enumerate(events):
+            if data == DONE_DATA:
+                raise UpstreamError("protocol", "upstream stream ended before the first token")
+            chunk = rewriter.rewrite(data)
+            if rewriter.upstream_error is not None:
+                raise UpstreamError("http", rewriter.upstream_error, 502)
+            if chunk:
+                attempt.pending.append(chunk)
+            if rewriter.saw_token:
+                stream.push_back(events[index + 1 :])
+                return
+
+
+class LiveCall:
+    """Runs one accepted request to its end; ``run()`` never raises but CancelledError."""
+
+    def __init__(self, accepted: Accepted, out: Responder) -> None:
+        self.accepted = accepted
+        self.out = out
+        self.router = LiveRouter(accepted)
+        self.session = GatewaySession(accepted, self.router, plan=accepted.plan)
+        self.events: asyncio.Queue[tuple] = asyncio.Queue()
+        self.tasks: dict[int, asyncio.Task] = {}
+        self.timers: list[asyncio.TimerHandle] = []
+        self.records: list[AttemptResult] = []
+        self.reservation: asyncio.Task | None = None  # the hedge leg's budget reservation
+        self.outcome = Outcome("cancelled", 499, "client disconnected")
+        self.served: LiveAttempt | None = None
+        self.ttft_ms: int | None = None
+        self._t0 = time.monotonic()
+
+    # --- the loop ------------------------------------------------------------------------
+    async def run(self) -> None:
+        try:
+            await self._apply(self.session.start(time.monotonic()))
+            while not self.session.done:
+                await self._apply(await self._next_event())
+        except asyncio.CancelledError:
+            self.session.client_gone(time.monotonic())
+            raise
+        except Exception as exc:  # a bug must still answer visibly and finish the row
+            logger.exception("chat call %s failed", self.accepted.request_id)
+            self.outcome = Outcome("error", 500, f"gateway error: {exc.__class__.__name__}")
+            await self._answer_error(GatewayError(500, "Internal gateway error.", code="internal"))
+        finally:
+            closing = asyncio.ensure_future(self._close_all())
+            try:
+                await asyncio.shield(closing)
+            except asyncio.CancelledError:
+                closing.add_done_callback(lambda _: self._wrap_up())
+                raise
+            self._wrap_up()
+
+    def _wrap_up(self) -> None:
+        """Settle the hedge budget and write the outcome (once, synchronously)."""
+        self._settle_hedges()
+        finish(self.accepted, self.outcome, self)
+
+    async def _next_event(self) -> list[Action]:
+        while True:
+            timeout = self._keepalive_wait()
+            try:
+                async with asyncio.timeout(timeout):
+                    event = await self.events.get()
+            except TimeoutError:
+                await self._keepalive()
+                continue
+            return self._dispatch(event)
+
+    def _dispatch(self, event: tuple) -> list[Action]:
+        now, session = time.monotonic(), self.session
+        match event:
+            case ("first", leg):
+                return session.first_token(leg.no, now)
+            case ("failed", leg, error):
+                return session.failed(leg.no, error.kind, error.status, now)
+            case ("timer", name, endpoint_id):
+                return session.timer(name, now, endpoint_id)
+            case ("refused", leg):
+                return session.hedge_refused(leg.no, now)
+        raise ValueError(f"unknown event {event!r}")
+
+    async def _apply(self, actions: list[Action]) -> None:
+        for action in actions:
+            match action:
+                case OpenLeg(leg, reserve):
+                    self._open(leg, reserve)
+                case StartTimer(name, at, endpoint_id):
+                    loop = asyncio.get_running_loop()
+                    delay = max(0.0, at - time.monotonic())
+                    event = ("timer", name, endpoint_id)
+                    self.timers.append(loop.call_later(delay, self.events.put_nowait, event))
+                case CancelLeg(leg, lost):
+                    await self._cancel(leg, lost)
+                case Serve(leg):
+                    await self._apply(await self._serve(leg))
+                case GiveUp(last):
+                    error = last.data.error if last is not None else None
+                    await self._give_up(final_error(error, len(self.session.tried)))
+                case Done():
+                    pass
+
+    # --- legs ------------------------------------------------------------------------------
+    def _open(self, leg: Leg, reserve_usd: float | None) -> None:
+        route = self.router.route(leg.endpoint_id)
+        choice = self.router.choice(leg.endpoint_id)
+        record = AttemptResult(
+            attempt_no=len(self.records) + 1, endpoint_id=route.endpoint_id,
+            provider_slug=route.provider_slug, reason=choice.reason, outcome="pending",
+            hedge_leg=leg.hedge_leg,
+        )  # fmt: skip
+        self.records.append(record)
+        attempt = LiveAttempt(route, record, ChunkRewriter(self.accepted, route))
+        attempt.rewriter.attempt = attempt
+        leg.data = attempt
+        self.tasks[leg.no] = asyncio.ensure_future(self._leg(leg, attempt, reserve_usd))
+
+    async def _leg(self, leg: Leg, attempt: LiveAttempt, reserve_usd: float | None) -> None:
+        attempt.started = time.perf_counter()
+        try:
+            if reserve_usd is not None:
+                self.reservation = asyncio.ensure_future(
+                    hedge_budget_reserve(Decimal(str(reserve_usd)))
+                )
+                if not await asyncio.shield(self.reservation):
+                    attempt.record.outcome = "not_started"
+                    self.records.remove(attempt.record)
+                    self.events.put_nowait(("refused", leg))
+                    return
+            await self._open_upstream(attempt)
+            self.events.put_nowait(("first", leg))
+        except UpstreamError as error:
+            self._failed(attempt, error)
+            self.events.put_nowait(("failed", leg, error))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in one leg: log it, fail the leg, keep serving
+            logger.exception("attempt %s failed unexpectedly", attempt.record.attempt_no)
+            error = UpstreamError("protocol", f"gateway error: {exc.__class__.__name__}")
+            self._failed(attempt, error)
+            self.events.put_nowait(("failed", leg, error))
+
+    async def _open_upstream(self, attempt: LiveAttempt) -> None:
+        """Open the upstream stream and read up to its first token (the attempt's TTFT);
+        raises UpstreamError, always with the stream closed."""
+        accepted, route = self.accepted, attempt.route
+        call = UpstreamCall(route.url, accepted.upstream_body(route), route.authorization)
+        try:
+            async with asyncio.timeout(settings.UBERLLM["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"]):
+                attempt.stream = await open_stream(call)
+                await _first_token(attempt)
+        except TimeoutError:
+            await attempt.aclose()
+            raise UpstreamError("timeout", "no first token before the timeout") from None
+        except BaseException:
+            await asyncio.shield(attempt.aclose())
+            raise
+        attempt.record.ttft_ms = int((time.perf_counter() - attempt.started) * 1000)
+
+    def _failed(self, attempt: LiveAttempt, error: UpstreamError) -> None:
+        record = attempt.record
+        record.outcome = f"{error.kind}_error"
+        record.http_status = error.status
+        record.error_message = error.message
+        record.duration_ms = int((time.perf_counter() - attempt.started) * 1000)
+        attempt.error = error
+
+    async def _cancel(self, leg: Leg, lost: bool) -> None:
+        attempt: LiveAttempt = leg.data
+        task = self.tasks.get(leg.no)
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.shield(attempt.aclose())
+        record = attempt.record
+        if record.outcome == "pending":
+            record.outcome = "hedge_lost" if lost else "cancelled"
+            record.duration_ms = self.accepted.elapsed_ms()
+            if lost:
+                record.platform_cost_usd = self.router.loser_cost(leg.endpoint_id)
+
+    async def _close_all(self) -> None:
+        for timer in self.timers:
+            timer.cancel()
+        for leg in self.session.legs:
+            task = self.tasks.get(leg.no)
+            if task is not None and not task.done():
+                task.cancel()
+        for leg in self.session.legs:
+            task = self.tasks.get(leg.no)
+            if task is not None:
+                await asyncio.gather(task, return_exceptions=True)
+            attempt: LiveAttempt | None = leg.data
+            if attempt is None:
+                continue
+            await attempt.aclose()
+            if attempt.record.outcome == "pending":
+                attempt.record.outcome = "cancelled"
+                attempt.record.duration_ms = self.accepted.elapsed_ms()
+
+    def _settle_hedges(self) -> None:
+        for reserved, spent in self.router.settlements:
+            run_in_background(self._settle(reserved, spent))
+        self.router.settlements.clear()
+
+    async def _settle(self, reserved: Decimal, spent: Decimal) -> None:
+        if self.reservation is not None and not await self.reservation:
+            return  # nothing was reserved
+        await hedge_budget_settle(reserved, spent)
+
+    # --- answering ------------------------------------------------------------------------
+    def _keepalive_wait(self) -> float | None:
+        if not self.accepted.chat.stream or self.session.winner is not None:
+            return None
+        conf = settings.UBERLLM
+        if not self.out.started:
+            return max(0.0, self._t0 + conf["KEEPALIVE_AFTER_S"] - time.monotonic())
+        return conf["KEEPALIVE_INTERVAL_S"]
+
+    async def _keepalive(self) -> None:
+        if not self.out.started:
+            await self.out.start_sse(self.accepted.request_id)
+        await self.out.write(KEEPALIVE)
+
+    async def _give_up(self, error: GatewayError) -> None:
+        self.outcome = Outcome("error", error.status, error.message)
+        await self._answer_error(error)
+
+    async def _answer_error(self, error: GatewayError) -> None:
+        if self.out.started:
+            if not self.out.ended:
+                await self.out.write(error_chunk(self.accepted, None, error.message), end=True)
+        else:
+            await self.out.error(error, self.accepted.request_id)
+
+    async def _serve(self, leg: Leg) -> list[Action]:
+        attempt: LiveAttempt = leg.data
+        self.served = attempt
+        self.ttft_ms = self.accepted.elapsed_ms()
+        if self.accepted.chat.stream:
+            return await self._relay(leg, attempt)
+        return await self._assemble(leg, attempt)
+
+    async def _relay(self, leg: Leg, attempt: LiveAttempt) -> list[Action]:
+        out, rewriter, stream = self.out, attempt.rewriter, attempt.stream
+        assert stream is not None
+        if not out.started:
+            await out.start_sse(self.accepted.request_id)
+        self.outcome = Outcome("cancelled", 499, "client disconnected")
+        try:
+            if attempt.pending:
+                await out.write(encode_all(attempt.pending))
+            # One write per upstream read: the chunks that arrived together leave together.
+            while (events := await stream.next_events()) is not None:
+                batch, done = [], False
+                for data in events:
+                    if data == DONE_DATA:
+                        done = True
+                        break
+                    chunk = rewriter.rewrite(data)
+                    if rewriter.upstream_error is not None:
+                        raise UpstreamError("protocol", rewriter.upstream_error)
+                    if chunk:
+                        batch.append(chunk)
+                if done:
+                    break
+                if batch:
+                    await out.write(encode_all(batch))
+            else:
+                batch = []
+            if not rewriter.finished:
+                raise UpstreamError("protocol", "upstream stream was cut before it finished")
+            self._attempt_done(attempt, "success")
+            # Success is recorded before the last write: a client that received it all
+            # and left at once is not a cancelled call.
+            self.outcome = Outcome("success", 200, "")
+            await out.write((encode_all(batch) if batch else b"") + DONE, end=True)
+            return self.session.ended(leg.no, time.monotonic(), complete=True)
+        except UpstreamError as exc:
+            self._attempt_done(attempt, "cut", exc.message)
+            self.outcome = Outcome("error", 502, exc.message)
+            await out.write(error_chunk(self.accepted, attempt.route.provider_slug, exc.message),
+                            end=True)  # fmt: skip
+            return self.session.ended(leg.no, time.monotonic(), complete=False)
+        finally:
+            await asyncio.shield(attempt.aclose())
+
+    async def _assemble(self, leg: Leg, attempt: LiveAttempt) -> list[Action]:
+        rewriter, stream = attempt.rewriter, attempt.stream
+        assert stream is not None
+        assembler = CompletionAssembler()
+        try:
+            for chunk in attempt.pending:
+                assembler.add(chunk)
+            done = False
+            while not done and (events := await stream.next_events()) is not None:
+                for data in events:
+                    if data == DONE_DATA:
+                        done = True
+                        break
+                    chunk = rewriter.rewrite(data)
+                    if rewriter.upstream_error is not None:
+                        raise UpstreamError("protocol", rewriter.upstream_error)
+                    if chunk:
+                        assembler.add(chunk)
+            if not rewriter.finished:
+                raise UpstreamError("protocol", "upstream stream was cut before it finished")
+        except UpstreamError as exc:
+            self._attempt_done(attempt, "cut", exc.message)
+            attempt.error = exc
+            self.served = None
+            return self.session.ended(leg.no, time.monotonic(), complete=False, retry=True)
+        finally:
+            await asyncio.shield(attempt.aclose())
+        self._attempt_done(attempt, "success")
+        body = assembler.completion()
+        cost, prompt, cached, completion, _ = attempt.cost(self.accepted)
+        if not body["usage"]:
+            body["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion,
+                             "prompt_tokens_details": {"cached_tokens": cached}}  # fmt: skip
+        body["usage"]["cost"] = float(cost)
+        self.outcome = Outcome("success", 200, "")
+        await self.out.json(200, orjson.dumps(body), self.accepted.request_id)
+        return self.session.ended(leg.no, time.monotonic(), complete=True)
+
+    def _attempt_done(self, attempt: LiveAttempt, outcome: str, error: str = "") -> None:
+        attempt.record.outcome = outcome
+        attempt.record.duration_ms = int((time.perf_counter() - attempt.started) * 1000)
+        if error:
+            attempt.record.error_message = error

@@ -1,0 +1,80 @@
+"""The one place a call finishes: its outcome becomes the ledger row (queued for the
+background writer); metrics and logs hook in here.
+
+A stream served and then cut or cancelled is billed for what the provider charged:
+its reported usage, or an estimate (prompt estimate + one token per content chunk
+delivered) when the usage never arrived. A call that failed on every attempt costs $0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from billing.ledger import CallResult, OpenRow
+from billing.ledger_writer import queue_finish, queue_open
+
+from .accept import Accepted
+
+if TYPE_CHECKING:
+    from .call import LiveCall
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How the request ended: status (success, error, cancelled), HTTP status, error."""
+
+    status: str
+    http_status: int
+    error: str = ""
+
+
+def open_row(accepted: Accepted) -> OpenRow:
+    return OpenRow(
+        request_id=accepted.request_id,
+        organisation_id=accepted.principal.organisation_id,
+        api_key_id=accepted.principal.api_key_id,
+        model_slug=accepted.chat.model_slug,
+        stream=accepted.chat.stream,
+        created_at=accepted.created_at,
+    )
+
+
+def start(accepted: Accepted) -> None:
+    """The request is accepted: its pending row is queued (a crash leaves it pending)."""
+    queue_open(open_row(accepted))
+
+
+def call_result(accepted: Accepted, outcome: Outcome, call: LiveCall) -> CallResult:
+    session = call.session
+    result = CallResult(
+        request_id=accepted.request_id,
+        status=outcome.status,
+        http_status=outcome.http_status,
+        total_ms=accepted.elapsed_ms(),
+        ttft_ms=call.ttft_ms if call.served is not None else None,
+        routing_strategy=accepted.plan.strategy,
+        prompt_bucket=accepted.plan.bucket,
+        error_message=outcome.error,
+        hedged=session.hedged,
+        hedge_cost_usd=call.router.hedge_cost_usd,
+        attempts=list(call.records),
+    )
+    served = call.served
+    if served is not None:
+        cost, prompt, cached, completion, estimated = served.cost(accepted)
+        result.endpoint_id = served.route.endpoint_id
+        result.provider_slug = served.route.provider_slug
+        result.routing_reason = served.record.reason
+        result.prompt_tokens, result.cached_tokens = prompt, cached
+        result.completion_tokens, result.usage_estimated = completion, estimated
+        result.cost_usd = cost
+        result.prices = {k: str(v) for k, v in served.route.prices.items()}
+    elif accepted.plan.choices:
+        result.routing_reason = accepted.plan.choices[0].reason
+    return result
+
+
+def finish(accepted: Accepted, outcome: Outcome, call: LiveCall) -> None:
+    """Write the outcome (once; the writer retries while the database is away)."""
+    queue_finish(open_row(accepted), call_result(accepted, outcome, call))

@@ -1,0 +1,158 @@
+"""One upstream attempt as the live shell sees it, and the rewriting of its SSE chunks
+for the customer (one JSON parse and one dump per chunk)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import orjson
+
+from billing.ledger import AttemptResult
+from billing.pricing import call_cost
+from providers.upstream import UpstreamError, UpstreamStream
+
+from ..catalog import EndpointRoute
+
+DONE_DATA = b"[DONE]"
+DONE = b"data: [DONE]\n\n"
+KEEPALIVE = b": PROCESSING\n\n"
+
+
+@dataclass(slots=True)
+class LiveAttempt:
+    """An attempt's upstream stream, rewriter and ledger record."""
+
+    route: EndpointRoute
+    record: AttemptResult
+    rewriter: ChunkRewriter
+    stream: UpstreamStream | None = None
+    pending: list[dict] = field(default_factory=list)  # rewritten chunks up to the first token
+    started: float = 0.0
+    error: UpstreamError | None = None  # why the attempt failed
+
+    @property
+    def ttft_ms(self) -> int | None:
+        return self.record.ttft_ms
+
+    @property
+    def duration_ms(self) -> int | None:
+        return self.record.duration_ms
+
+    def usage_numbers(self, accepted) -> tuple[int, int, int, bool]:
+        """(prompt, cached, completion, estimated) from reported usage, else an estimate."""
+        usage = self.rewriter.usage
+        if usage:
+            details = usage.get("prompt_tokens_details") or {}
+            return (
+                int(usage.get("prompt_tokens") or 0),
+                int(details.get("cached_tokens") or 0),
+                int(usage.get("completion_tokens") or 0),
+                False,
+            )
+        cached = accepted.cached_tokens.get(self.route.endpoint_id, 0)
+        return accepted.prompt_tokens_estimate, cached, self.rewriter.completion_chunks, True
+
+    def cost(self, accepted) -> tuple[Decimal, int, int, int, bool]:
+        prompt, cached, completion, estimated = self.usage_numbers(accepted)
+        cost = call_cost(prices=self.route.prices, prompt_tokens=prompt, cached_tokens=cached,
+                         completion_tokens=completion)  # fmt: skip
+        return cost, prompt, cached, completion, estimated
+
+    async def aclose(self) -> None:
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            await stream.aclose()
+
+
+class ChunkRewriter:
+    """Sets our id, model and ``provider`` on each chunk; captures usage and adds its cost.
+
+    The usage chunk is passed on only if ``keep_usage`` (the client asked for it with
+    ``include_usage``, or the reply is assembled into one non-streaming response).
+    """
+
+    __slots__ = (
+        "accepted", "attempt", "completion_chunks", "finished", "keep_usage", "route",
+        "saw_token", "upstream_error", "usage",
+    )  # fmt: skip
+
+    def __init__(self, accepted, route: EndpointRoute) -> None:
+        self.accepted = accepted
+        self.route = route
+        self.attempt: LiveAttempt | None = None
+        self.keep_usage = accepted.chat.include_usage or not accepted.chat.stream
+        self.saw_token = False
+        self.finished = False
+        self.completion_chunks = 0  # content chunks seen: the estimate if usage never comes
+        self.upstream_error: str | None = None
+        self.usage: dict[str, Any] | None = None
+
+    def _track(self, choices: list[dict[str, Any]]) -> None:
+        for choice in choices:
+            delta = choice.get("delta") or {}
+            if (
+                delta.get("content") or delta.get("tool_calls") or delta.get("refusal")
+                or delta.get("reasoning_content") or delta.get("reasoning")
+            ):  # fmt: skip
+                self.saw_token = True
+                self.completion_chunks += 1
+            if choice.get("finish_reason"):
+                self.saw_token = True
+                self.finished = True
+
+    def _usage(self, chunk: dict[str, Any], usage: dict[str, Any]) -> bool:
+        """Record usage; returns whether the chunk should still be sent."""
+        self.usage = usage
+        if not self.keep_usage:
+            if not chunk.get("choices"):
+                return False
+            del chunk["usage"]
+            return True
+        if self.attempt is not None:
+            usage["cost"] = float(self.attempt.cost(self.accepted)[0])
+        return True
+
+    def rewrite(self, data: bytes) -> dict[str, Any] | None:
+        """The chunk to pass on (None: drop it); sets ``upstream_error`` on an error."""
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            self.upstream_error = "upstream sent a chunk that is not valid JSON"
+            return None
+        if not isinstance(chunk, dict):
+            return None
+        if chunk.get("error"):
+            error = chunk["error"]
+            self.upstream_error = str(error.get("message") if isinstance(error, dict) else error)
+            return None
+        chunk["id"] = self.accepted.request_id
+        chunk["model"] = self.accepted.chat.model_slug
+        chunk["provider"] = self.route.provider_slug
+        self._track(chunk.get("choices") or [])
+        usage = chunk.get("usage")
+        if usage:
+            if not self._usage(chunk, usage):
+                return None
+        elif "usage" in chunk and not self.keep_usage:
+            del chunk["usage"]
+        return chunk
+
+
+def error_chunk(accepted, provider_slug: str | None, message: str) -> bytes:
+    """The mid-stream error event (OpenRouter's shape): error + finish_reason "error"."""
+    payload = {
+        "id": accepted.request_id,
+        "object": "chat.completion.chunk",
+        "model": accepted.chat.model_slug,
+        "provider": provider_slug,
+        "error": {"message": message, "type": "upstream_error", "code": 502},
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "error"}],
+    }
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def encode_all(chunks: list[dict[str, Any]]) -> bytes:
+    """Several chunks as consecutive SSE events, in one bytes object (one write)."""
+    return b"".join([b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in chunks])

@@ -1,0 +1,156 @@
+"""The live gateway's ``Router`` for the gateway session: the plan decides where to go
+(R4 retries over the plan, R3 hedge partner), and every event teaches the process's
+routing memory at once, shared with the other processes through the outbox.
+
+What a call teaches (the simulator's smart strategy learns the same):
+- a failure that marks (R2.7, ``classify_failure``) makes the endpoint unusable;
+- a served call that ended whole gives a TTFT sample (R2.1) of the serving attempt, its
+  throughput, ends the endpoint's streak of refusals, remembers the prompt's prefixes at
+  that endpoint (R2.3) and calibrates the token estimates. A stream cut by its provider
+  teaches no speed (its TTFT said nothing of a call that failed);
+- a hedge loser costs its prompt at its prices, charged to the daily hedge budget.
+"""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+
+from django.conf import settings
+
+from billing.pricing import call_cost
+
+from .. import budget
+from ..catalog import EndpointRoute
+from ..core.hedge import NO_HEDGE, HedgeDecision, hedge_partner, hedge_policy
+from ..core.retry import RetryPolicy, classify_failure
+from ..core.session import GatewaySession, Leg, Step
+from ..core.types import RouteChoice, bucket_for
+from ..memory import memory
+from ..models import SpeedSample
+from ..outbox import MarkLesson, mark_writer, prefix_writer, sample_writer
+from .accept import Accepted
+
+
+def _core_kind(kind: str, status: int | None) -> tuple[str, int | None]:
+    """The core's failure kinds: a protocol failure before the first token counts as 502."""
+    if kind in ("connect", "timeout"):
+        return kind, None
+    return "http", status or 502
+
+
+class LiveRouter:
+    """One request's router (see the module doc)."""
+
+    def __init__(self, accepted: Accepted) -> None:
+        self.accepted = accepted
+        self.policy = RetryPolicy(max_attempts=settings.UBERLLM["MAX_ATTEMPTS"])
+        self.hedge_cost_usd = Decimal(0)
+        self.settlements: list[tuple[Decimal, Decimal]] = []  # (reserved, spent) to settle
+        self.stopped = False  # a failure another endpoint cannot fix
+
+    # --- where to go ---------------------------------------------------------------------
+    def _next(self, session: GatewaySession) -> Step | None:
+        if self.stopped:
+            return None
+        choice = self.policy.next_choice(self.accepted.plan, session.tried)
+        return None if choice is None else (choice.endpoint.endpoint_id, 0.0)
+
+    def first(self, session: GatewaySession, now: float) -> Step | None:
+        return self._next(session)
+
+    def next_attempt(self, session: GatewaySession, now: float) -> Step | None:
+        return self._next(session)
+
+    def hedge_decision(self, session: GatewaySession, now: float) -> HedgeDecision:
+        conf = settings.UBERLLM
+        if conf["HEDGE_DAILY_BUDGET_USD"] <= 0:
+            return NO_HEDGE
+        return hedge_policy(
+            self.accepted.plan.bucket, self.accepted.chat.stream, float("inf"), 0.0,
+            delayed_from_tokens=conf["HEDGE_DELAYED_FROM_TOKENS"],
+            immediate_from_tokens=conf["HEDGE_IMMEDIATE_FROM_TOKENS"],
+            delay_s=conf["HEDGE_DELAY_S"],
+        )  # fmt: skip
+
+    def choice(self, endpoint_id: int) -> RouteChoice:
+        return next(c for c in self.accepted.plan.choices if c.endpoint_id == endpoint_id)
+
+    def route(self, endpoint_id: int) -> EndpointRoute:
+        return self.accepted.model.by_id[endpoint_id]
+
+    def loser_cost(self, endpoint_id: int) -> Decimal:
+        """What a cancelled leg costs: the prompt it was sent, at its input/cache prices."""
+        accepted = self.accepted
+        return call_cost(
+            prices=self.route(endpoint_id).prices,
+            prompt_tokens=accepted.prompt_tokens_estimate,
+            cached_tokens=accepted.cached_tokens.get(endpoint_id, 0), completion_tokens=0,
+        )  # fmt: skip
+
+    def start_hedge(self, session: GatewaySession, now: float) -> int | None:
+        """The partner if the budget left (snapshot) covers either leg losing; the shell
+        makes the atomic reservation before the leg opens."""
+        if len(session.tried) >= self.policy.max_attempts or session.primary is None:
+            return None
+        partner = hedge_partner(self.accepted.plan, self.choice(session.primary.endpoint_id))
+        if partner is None or partner.endpoint_id in session.tried:
+            return None
+        reserve = max(self.loser_cost(session.primary.endpoint_id),
+                      self.loser_cost(partner.endpoint_id))  # fmt: skip
+        if float(reserve) > memory.hedge_budget_left(budget.utc_today()):
+            return None
+        session.hedge_reserved = float(reserve)
+        return partner.endpoint_id
+
+    def end_hedge(self, session: GatewaySession, now: float) -> None:
+        reserved = Decimal(str(session.hedge_reserved))
+        self.settlements.append((reserved, min(self.hedge_cost_usd, reserved)))
+
+    # --- what it teaches -----------------------------------------------------------------
+    def on_cancel(self, session: GatewaySession, leg: Leg) -> None:
+        cost = self.loser_cost(leg.endpoint_id)
+        self.hedge_cost_usd += cost
+        session.hedge_cost += float(cost)
+
+    def on_first_token(self, session: GatewaySession, leg: Leg, now: float) -> None:
+        return None
+
+    def on_failure(self, session: GatewaySession, leg: Leg, now: float) -> None:
+        kind, status = _core_kind(leg.kind, leg.status)
+        verdict = classify_failure(status, kind)
+        if verdict.mark_unusable:
+            until, strikes = memory.mark(leg.endpoint_id, time.time())
+            keep = until - time.time() + settings.UBERLLM["UNUSABLE_WINDOW_S"]
+            mark_writer.put(MarkLesson(leg.endpoint_id, until, strikes, keep))
+        if not verdict.retry:
+            self.stopped = True
+
+    def on_success(self, session: GatewaySession, leg: Leg, now: float) -> None:
+        """``leg.data`` is the shell's attempt record (ttft_ms, duration_ms, usage)."""
+        attempt, accepted = leg.data, self.accepted
+        slug = accepted.model.info.slug
+        prompt, _, completion, estimated = attempt.usage_numbers(accepted)
+        if memory.served(leg.endpoint_id):
+            mark_writer.put(MarkLesson(leg.endpoint_id, 0.0, 0, 1.0))
+        if attempt.ttft_ms is not None:
+            streaming_s = ((attempt.duration_ms or 0) - attempt.ttft_ms) / 1000
+            tps = completion / streaming_s if completion > 1 and streaming_s > 0 else None
+            bucket = bucket_for(prompt or accepted.prompt_tokens_estimate)
+            sample_writer.put(SpeedSample(
+                endpoint_id=leg.endpoint_id, bucket=bucket, ttft_ms=attempt.ttft_ms,
+                prompt_tokens=prompt, output_tokens_per_s=tps,
+            ))  # fmt: skip
+        if not estimated:
+            memory.tokens.observe(slug, accepted.raw_prompt_tokens, prompt)
+            memory.outputs.observe(slug, accepted.plan.bucket, completion)
+        self._remember_prefixes(leg.endpoint_id)
+
+    def _remember_prefixes(self, endpoint_id: int) -> None:
+        hashes = self.accepted.prefix_hashes
+        if not hashes:
+            return
+        expires_at = time.time() + self.route(endpoint_id).cache_ttl_s
+        for prefix_hash in {hashes[0][0], hashes[-1][0]}:
+            memory.remember_prefix(prefix_hash, endpoint_id, expires_at)
+            prefix_writer.put((prefix_hash, endpoint_id, expires_at))

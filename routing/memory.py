@@ -1,0 +1,261 @@
+"""What routing knows, as an in-process snapshot the request path reads without I/O.
+
+The shared truth lives in PostgreSQL (speed samples, the hedge budget row) and Redis
+(unusable marks, remembered prompt prefixes). Each gateway process keeps a copy:
+
+- a background refresher (one task per event loop) re-reads speed summaries, marks and
+  the hedge budget every ``SPEED_CACHE_TTL_S`` seconds, and tails the shared log of
+  remembered prefixes, so another process's lessons arrive within about a second;
+- this process's own lessons apply to its copy at once (``routing.outbox`` writes them
+  to the shared stores in the background).
+
+A chat request never awaits a shared store before its upstream call. When a store is
+down the refresher logs, backs off and keeps the last snapshot: routing degrades to
+slightly stale knowledge, calls keep being served, and the backlog is written once the
+store is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
+from django.utils import timezone
+
+from uberllm.aio import db_call, run_service
+
+from .core.marks import unusable_window
+from .core.prefix import PrefixHashes
+from .core.speed import SpeedSummary, summarise
+from .core.tokens import OutputEstimator, TokenEstimator
+from .models import SpeedSample
+from .shared import key, shared_kv
+
+logger = logging.getLogger(__name__)
+MAX_PREFIXES = 200_000  # remembered (prefix hash) entries kept per process
+PREFIX_LOOKBACK = 16
+
+
+def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
+    """The newest ``SPEED_WINDOW_SIZE`` samples per (endpoint, bucket), summarised."""
+    conf = settings.UBERLLM
+    since = timezone.now() - timedelta(seconds=conf["SPEED_MAX_AGE_S"])
+    ranked = SpeedSample.objects.filter(created_at__gte=since)
+    if endpoint_ids is not None:
+        ranked = ranked.filter(endpoint_id__in=endpoint_ids)
+    ranked = ranked.annotate(
+        rank=Window(RowNumber(), partition_by=[F("endpoint_id"), F("bucket")], order_by="-id")
+    ).filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
+    samples: dict[tuple[int, str], list[float]] = defaultdict(list)
+    restarted: set[tuple[int, str]] = set()
+    throughput: dict[int, list[float]] = defaultdict(list)
+    rows = ranked.order_by("-id").values_list(
+        "endpoint_id", "bucket", "ttft_ms", "output_tokens_per_s", "restarts_window"
+    )
+    for endpoint_id, bucket, ttft_ms, tps, restarts in rows:  # newest first
+        speed_key = (endpoint_id, bucket)
+        if speed_key in restarted:
+            continue  # older than the window's restart (a confirmed probe shift)
+        samples[speed_key].append(ttft_ms / 1000)
+        if restarts:
+            restarted.add(speed_key)
+        if tps:
+            throughput[endpoint_id].append(tps)
+    medians = {eid: sorted(v)[len(v) // 2] for eid, v in throughput.items()}
+    return summarise(samples, medians)
+
+
+def prefixes_to_check(hashes: PrefixHashes) -> PrefixHashes:
+    """The latest prefixes (a conversation's previous turn) and the first message (a
+    shared system prompt)."""
+    recent = hashes[-PREFIX_LOOKBACK:]
+    return recent if len(hashes) <= PREFIX_LOOKBACK else [hashes[0], *recent]
+
+
+@dataclass(slots=True)
+class RoutingMemory:
+    """The process's snapshot; every read is a dictionary lookup."""
+
+    speed: SpeedSummary = field(default_factory=SpeedSummary)
+    unusable_until: dict[int, float] = field(default_factory=dict)
+    strikes: dict[int, int] = field(default_factory=dict)
+    prefixes: OrderedDict[str, dict[int, float]] = field(default_factory=OrderedDict)
+    hedge_budget_remaining_usd: float = float("inf")  # unknown until the first refresh
+    hedge_budget_day: object = None  # the UTC day that figure is for
+    tokens: TokenEstimator = field(default_factory=TokenEstimator)
+    outputs: OutputEstimator = field(default_factory=OutputEstimator)
+    refreshed_at: float = 0.0  # monotonic time of the last complete refresh
+    store_errors: int = 0  # consecutive failed refreshes
+
+    # --- reads (the request path) --------------------------------------------------------
+    def hedge_budget_left(self, day: object) -> float:
+        """The snapshot's budget left today (unknown, so not limiting, on a new day)."""
+        if day != self.hedge_budget_day:
+            return float("inf")
+        return self.hedge_budget_remaining_usd
+
+    def unusable(self, now: float) -> frozenset[int]:
+        return frozenset(eid for eid, until in self.unusable_until.items() if until > now)
+
+    def cached_tokens(self, hashes: PrefixHashes, endpoint_ids, now: float) -> dict[int, int]:
+        """Tokens of the longest prompt prefix each endpoint has probably cached (R2.3)."""
+        cached: dict[int, int] = {}
+        for prefix_hash, tokens in prefixes_to_check(hashes):
+            for endpoint_id, expires_at in self.prefixes.get(prefix_hash, {}).items():
+                if expires_at > now and endpoint_id in endpoint_ids:
+                    cached[endpoint_id] = max(cached.get(endpoint_id, 0), tokens)
+        return cached
+
+    # --- local lessons (applied at once; shared by routing.outbox) ------------------------
+    def mark(self, endpoint_id: int, now: float) -> tuple[float, int]:
+        """R2.7: unusable for a window that doubles with each consecutive refusal."""
+        conf = settings.UBERLLM
+        strikes = self.strikes.get(endpoint_id, 0) + 1
+        window = unusable_window(
+            strikes, conf["UNUSABLE_FIRST_WINDOW_S"], conf["UNUSABLE_WINDOW_S"]
+        )
+        until = max(now + window, self.unusable_until.get(endpoint_id, 0.0))
+        self.unusable_until[endpoint_id], self.strikes[endpoint_id] = until, strikes
+        return until, strikes
+
+    def served(self, endpoint_id: int) -> bool:
+        """The endpoint served a call: its streak ends. True if there was one."""
+        return self.strikes.pop(endpoint_id, None) is not None
+
+    def remember_prefix(self, prefix_hash: str, endpoint_id: int, expires_at: float) -> None:
+        entry = self.prefixes.get(prefix_hash)
+        if entry is None:
+            entry = self.prefixes[prefix_hash] = {}
+            if len(self.prefixes) > MAX_PREFIXES:
+                self.prefixes.popitem(last=False)  # the oldest remembered prefix
+        else:
+            self.prefixes.move_to_end(prefix_hash)
+        entry[endpoint_id] = max(expires_at, entry.get(endpoint_id, 0.0))
+
+    # --- shared state (the refresher) ---------------------------------------------------
+    def apply_marks(self, marks: dict[int, str]) -> None:
+        for endpoint_id, value in marks.items():
+            until, _, strikes = value.partition("|")
+            self.unusable_until[endpoint_id] = max(
+                float(until), self.unusable_until.get(endpoint_id, 0.0)
+            )
+            if int(strikes or 0):
+                self.strikes[endpoint_id] = max(int(strikes), self.strikes.get(endpoint_id, 0))
+            else:
+                self.strikes.pop(endpoint_id, None)
+
+    def forget_expired(self, now: float) -> None:
+        expired = [eid for eid, until in self.unusable_until.items() if until <= now]
+        for endpoint_id in expired:
+            del self.unusable_until[endpoint_id]
+
+
+memory = RoutingMemory()
+
+
+def reset_memory() -> None:
+    """Forget everything this process learnt (tests; the shared stores keep theirs)."""
+    fresh = RoutingMemory()
+    for name in RoutingMemory.__slots__:
+        setattr(memory, name, getattr(fresh, name))
+    refresher.reset()
+
+
+# --- the background refresher -------------------------------------------------------------
+class Refresher:
+    """One task per event loop keeping ``memory`` fresh; started by the first request."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
+        self._first: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+        self._wake: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+        self._prefix_log_id = "$"
+
+    def reset(self) -> None:
+        self._prefix_log_id = "$"
+        for event in self._first.values():
+            event.clear()
+
+    async def ready(self, timeout_s: float = 2.0) -> None:
+        """Start the refresher; on a cold start (nothing loaded yet) wait, at most
+        ``timeout_s``, for its first refresh, so a new process does not route blind."""
+        self.ensure_started()
+        if memory.refreshed_at:
+            return
+        loop = asyncio.get_running_loop()
+        first = self._first[loop]
+        self._wake[loop].set()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await first.wait()
+        except TimeoutError:
+            pass
+
+    def ensure_started(self) -> None:
+        loop = asyncio.get_running_loop()
+        task = self._tasks.get(loop)
+        if task is None or task.done():
+            self._first[loop], self._wake[loop] = asyncio.Event(), asyncio.Event()
+            self._tasks[loop] = run_service(self._run(self._first[loop], self._wake[loop]))
+
+    async def refresh_now(self) -> None:
+        """One refresh (also what tests and a cold start await)."""
+        await self._refresh_shared()
+
+    async def _run(self, first: asyncio.Event, wake: asyncio.Event) -> None:
+        backoff = 0.0
+        while True:
+            period = settings.UBERLLM["SPEED_CACHE_TTL_S"]
+            try:
+                await self._refresh_shared()
+                backoff = 0.0
+                memory.store_errors = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                first.set()
+                memory.store_errors += 1
+                backoff = min(10.0, max(0.5, backoff * 2))
+                if memory.store_errors in (1, 10, 100):
+                    logger.warning("routing memory refresh failed (%r); keeping the snapshot",
+                                   exc)  # fmt: skip
+            first.set()
+            wake.clear()
+            try:
+                async with asyncio.timeout(period + backoff):
+                    await wake.wait()
+            except TimeoutError:
+                pass
+
+    async def _refresh_shared(self) -> None:
+        from .budget import hedge_budget_left_usd, utc_today
+        from .catalog import catalog_cache
+
+        ids = sorted(eid for model in catalog_cache.snapshot().values() for eid in model.by_id)
+        memory.speed = await db_call(load_speed_summary)(ids)
+        day = utc_today()
+        memory.hedge_budget_remaining_usd = float(await db_call(hedge_budget_left_usd)(day))
+        memory.hedge_budget_day = day
+        memory.refreshed_at = time.monotonic()
+        await self._refresh_redis(ids)
+
+    async def _refresh_redis(self, ids: list[int]) -> None:
+        kv = shared_kv()
+        if ids:
+            values = await kv.get_many([key("unusable", eid) for eid in ids])
+            marks = {eid: values[k] for eid in ids if (k := key("unusable", eid)) in values}
+            memory.apply_marks(marks)
+        memory.forget_expired(time.time())
+        self._prefix_log_id, entries = await kv.read_log(key("prefix-log"), self._prefix_log_id)
+        for prefix_hash, endpoint_id, expires_at in entries:
+            memory.remember_prefix(prefix_hash, endpoint_id, expires_at)
+
+
+refresher = Refresher()

@@ -1,0 +1,73 @@
+"""What a call teaches, shared with every gateway process in the background.
+
+``routing.memory`` applies a lesson to this process at once; the outbox writes it to
+the shared stores (speed samples to the database, marks and remembered prefixes to
+Redis) through bounded queues drained by background tasks. A store that is down
+delays the writes (retried with back-off); a queue that overflows drops the newest
+lesson rather than grow without bound: routing then learns a little later, calls are
+never affected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from uberllm.aio import BatchWriter, db_call
+
+from .models import SpeedSample
+from .shared import LogEntry, key, shared_kv
+
+
+@dataclass(frozen=True, slots=True)
+class MarkLesson:
+    endpoint_id: int
+    until: float  # Unix time
+    strikes: int  # 0: the streak ended (the endpoint served a call)
+    keep_s: float  # how long the shared store keeps the streak
+
+
+def _bulk_create(samples: list[SpeedSample]) -> None:
+    SpeedSample.objects.bulk_create(samples)
+
+
+_bulk_create_async = db_call(_bulk_create)
+
+
+async def _flush_samples(samples: list[SpeedSample]) -> None:
+    await _bulk_create_async(samples)
+
+
+async def _flush_marks(marks: list[MarkLesson]) -> None:
+    kv = shared_kv()
+    for mark in marks:
+        await kv.set(key("unusable", mark.endpoint_id), f"{mark.until!r}|{mark.strikes}",
+                     mark.keep_s)  # fmt: skip
+
+
+async def _flush_prefixes(entries: list[LogEntry]) -> None:
+    await shared_kv().append_log(key("prefix-log"), entries)
+
+
+sample_writer: BatchWriter[SpeedSample] = BatchWriter(
+    "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True
+)
+mark_writer: BatchWriter[MarkLesson] = BatchWriter(
+    "unusable-marks", _flush_marks, max_items=10_000, batch_size=100, retry=True
+)
+prefix_writer: BatchWriter[LogEntry] = BatchWriter(
+    "prompt-prefixes", _flush_prefixes, max_items=100_000, batch_size=500, retry=False
+)
+
+
+async def mark_unusable_now(endpoint_id: int) -> None:
+    """R2.7 from outside a chat call (a failed probe): mark here and in the shared store
+    at once (a probe task's loop ends right after, so nothing is left queued)."""
+    import time
+
+    from django.conf import settings
+
+    from .memory import memory
+
+    until, strikes = memory.mark(endpoint_id, time.time())
+    keep = until - time.time() + settings.UBERLLM["UNUSABLE_WINDOW_S"]
+    await _flush_marks([MarkLesson(endpoint_id, until, strikes, keep)])
