@@ -36,9 +36,11 @@ class KeyPrincipal:
     monthly_limit_usd: Decimal | None
 
 
+MAX_CACHED_KEYS = 100_000
 # prefix -> (expires at (monotonic), principal); re-read from expires - TTL/2 on.
 _cache: dict[str, tuple[float, KeyPrincipal | None]] = {}
 _refreshing: dict[str, asyncio.Task] = {}
+_loading: dict[str, asyncio.Task] = {}
 _forgotten = 0  # bumped by forget_cached_key: a re-read started before must not store
 
 
@@ -66,9 +68,10 @@ def _load(prefix: str) -> KeyPrincipal | None:
 
 
 def _store(prefix: str, expires: float, principal: KeyPrincipal | None) -> None:
-    if len(_cache) > 100_000:
-        _cache.clear()
+    _cache.pop(prefix, None)
     _cache[prefix] = (expires, principal)
+    while len(_cache) > MAX_CACHED_KEYS:  # the least recently stored goes first
+        _cache.pop(next(iter(_cache)))
 
 
 async def _reread(prefix: str) -> None:
@@ -89,9 +92,22 @@ async def _lookup(prefix: str) -> KeyPrincipal | None:
         if now >= hit[0] - ttl / 2 and prefix not in _refreshing:
             _refreshing[prefix] = run_in_background(_reread(prefix))
         return hit[1]
-    principal = await db_call(_load)(prefix)
-    _store(prefix, now + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
-    return principal
+    # Concurrent first requests of one key share one read (a burst is one query).
+    loading = _loading.get(prefix)
+    if loading is None or loading.get_loop() is not asyncio.get_running_loop():
+        loading = _loading[prefix] = run_in_background(_read_and_store(prefix))
+    return await asyncio.shield(loading)
+
+
+async def _read_and_store(prefix: str) -> KeyPrincipal | None:
+    try:
+        forgotten = _forgotten
+        principal = await db_call(_load)(prefix)
+        if forgotten == _forgotten:
+            _store(prefix, time.monotonic() + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
+        return principal
+    finally:
+        _loading.pop(prefix, None)
 
 
 async def authenticate(authorization: str | None) -> KeyPrincipal | None:

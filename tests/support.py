@@ -206,9 +206,10 @@ def database_url() -> str:
 class SubprocessGateway:
     """A second gateway in its own process (its own memory) on the same shared stores."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.proc = None
+        self.extra_env = extra_env or {}
 
     @property
     def api_url(self) -> str:
@@ -229,6 +230,7 @@ class SubprocessGateway:
             "UBERLLM_SHARED_KEY_PREFIX": settings.UBERLLM["SHARED_KEY_PREFIX"],
             "UBERLLM_SPEED_CACHE_TTL_S": str(settings.UBERLLM["SPEED_CACHE_TTL_S"]),
             "UBERLLM_READ_DOT_ENV": "false",
+            **self.extra_env,
         }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "uberllm.asgi:application", "--port",

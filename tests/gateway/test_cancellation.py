@@ -1,0 +1,94 @@
+"""Cancellation safety of the chat path: the client disconnects at every await point of
+a request, from the body read to the relay, and in every case the upstream connection is
+closed, the row (if the request was accepted) says cancelled, and nothing is left
+pending or written twice.
+
+The ASGI app is driven directly (real emulator upstream over loopback, real database):
+the disconnect is delivered after the app has yielded to the event loop ``k`` times,
+for a spread of ``k`` that lands it at each await of the path in turn."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+from asgiref.sync import async_to_sync
+
+from billing.models import Activity
+
+from ..support import TEST_MODEL
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+YIELDS = [0, 1, 2, 3, 4, 5, 6, 8, 10, 13, 17, 22, 30, 40, 55, 75, 100, 140, 200, 300, 500]
+
+
+def _scope(key: str, length: int) -> dict:
+    return {
+        "type": "http", "method": "POST", "path": "/api/v1/chat/completions",
+        "headers": [(b"authorization", f"Bearer {key}".encode()),
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(length).encode())],
+    }  # fmt: skip
+
+
+async def _call_with_disconnect(key: str, body: bytes, yields: int) -> list[dict]:
+    """Run one request; ``http.disconnect`` arrives after ``yields`` loop turns (the
+    body in two parts first, so the body read itself has awaits)."""
+    from routing.gateway.asgi import ChatApp
+
+    parts = [body[: len(body) // 2], body[len(body) // 2 :]]
+    sent: list[dict] = []
+    turns = 0
+
+    async def receive() -> dict:
+        nonlocal turns
+        if parts:
+            part = parts.pop(0)
+            return {"type": "http.request", "body": part, "more_body": bool(parts)}
+        while turns < yields:
+            turns += 1
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.002 * max(0, yields - 200))  # the slow tail: real time
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await ChatApp()(_scope(key, len(body)), receive, send)
+    return sent
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_disconnect_at_every_await_point(gateway_server, tenant, emulator, stream):
+    # Slow enough that no call can finish before its disconnect arrives.
+    for slug in ("alpha", "bravo", "charlie"):
+        emulator.control(slug, output_tokens_per_s=20, default_output_tokens=400)
+    body = orjson.dumps({"model": TEST_MODEL, "stream": stream,
+                         "messages": [{"role": "user", "content": "hello " * 50}]})  # fmt: skip
+
+    async def every_point() -> None:
+        from uberllm.aio import background_idle
+
+        for yields in YIELDS:
+            sent = await _call_with_disconnect(tenant.key, body, yields)
+            statuses = [m["status"] for m in sent if m["type"] == "http.response.start"]
+            assert statuses in ([], [200]), (yields, sent)
+        while not background_idle():  # noqa: ASYNC110 - the ledger writer runs on this loop
+            await asyncio.sleep(0.01)
+
+    async_to_sync(every_point)()
+    rows = list(Activity.objects.all())
+    assert all(r.status == Activity.Status.CANCELLED for r in rows), [
+        (r.status, r.error_message) for r in rows
+    ]
+    assert len({r.request_id for r in rows}) == len(rows) <= len(YIELDS)
+    # Every upstream request the gateway made was closed before its reply ended.
+    records = emulator.log()
+    assert records, "no disconnect landed after an upstream call started"
+    for record in records:
+        final = emulator.wait_for(
+            lambda r, rid=record["id"]: r["id"] == rid and r["status"] != "in_progress", timeout=3
+        )
+        assert final["status"] == "cancelled", final

@@ -1,0 +1,133 @@
+"""Shared stores going away degrade routing, never calls (README "When a store is down").
+
+- Redis stopped: a gateway (its own process, on a private redis-server) keeps serving
+  from its snapshot; a lesson learnt during the outage (an unusable mark) reaches Redis
+  once it is back.
+- The database unavailable for writes (the Activity table locked): calls are still
+  served; their rows are written once the lock is gone, each exactly once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+
+import httpx
+import pytest
+
+from billing.models import Activity
+
+from ..support import TEST_MODEL, SubprocessGateway, free_port, wait_finished_rows
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _chat(api_url: str, key: str, stream: bool = False) -> httpx.Response:
+    body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}],
+            "stream": stream}  # fmt: skip
+    return httpx.post(f"{api_url}/chat/completions", json=body,
+                      headers={"Authorization": f"Bearer {key}"}, timeout=20)  # fmt: skip
+
+
+class PrivateRedis:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> PrivateRedis:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.ping():
+                return self
+            time.sleep(0.05)
+        raise RuntimeError("private redis-server did not start")
+
+    def ping(self) -> bool:
+        import redis
+
+        try:
+            return bool(redis.Redis.from_url(self.url, socket_timeout=0.5).ping())
+        except redis.RedisError:
+            return False
+
+    def keys(self, pattern: str) -> list[bytes]:
+        import redis
+
+        return redis.Redis.from_url(self.url).keys(pattern)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+def test_redis_stopped_calls_still_served_and_learning_catches_up(market, tenant, emulator):
+    redis_server = PrivateRedis().start()
+    gateway = SubprocessGateway(extra_env={"REDIS_URL": redis_server.url,
+                                           "UBERLLM_SHARED_KEY_PREFIX": "outage"})  # fmt: skip
+    gateway.start()
+    try:
+        assert _chat(gateway.api_url, tenant.key).status_code == 200
+        redis_server.stop()
+        # The cheapest endpoint refuses while Redis is down: the gateway retries
+        # elsewhere, serves, and marks alpha (in its memory now, in Redis later).
+        emulator.control("alpha", status_override=500)
+        statuses = [_chat(gateway.api_url, tenant.key, stream=i % 2 == 0).status_code
+                    for i in range(20)]  # fmt: skip
+        assert statuses == [200] * 20
+        redis_server.start()
+        deadline = time.monotonic() + 15
+        while not redis_server.keys("outage:unusable:*") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert redis_server.keys("outage:unusable:*"), "the mark never reached Redis"
+    finally:
+        gateway.stop()
+        redis_server.stop()
+
+
+def _lock_activity_table(seconds: float, locked: threading.Event) -> None:
+    from django.db import connections
+
+    conn = connections.create_connection("default")
+    try:
+        with conn.cursor() as cursor:
+            if conn.vendor == "sqlite":
+                cursor.execute("BEGIN EXCLUSIVE")
+            else:
+                cursor.execute("BEGIN")
+                cursor.execute("LOCK TABLE billing_activity IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            time.sleep(seconds)
+            cursor.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def test_database_locked_calls_served_rows_written_once_after(gateway, tenant, emulator):
+    assert _chat(gateway.api_url, tenant.key).status_code == 200  # warm: key, catalog
+    wait_finished_rows(1)
+    locked = threading.Event()
+    locker = threading.Thread(target=_lock_activity_table, args=(6.0, locked))
+    locker.start()
+    assert locked.wait(5)
+    statuses = [_chat(gateway.api_url, tenant.key, stream=i % 2 == 0).status_code
+                for i in range(6)]  # fmt: skip
+    answered_while_locked = locker.is_alive()
+    locker.join()
+    assert statuses == [200] * 6
+    assert answered_while_locked, "the calls waited for the locked table"
+    rows = wait_finished_rows(7)
+    assert len(rows) == 7 and all(r.status == Activity.Status.SUCCESS for r in rows)
