@@ -10,6 +10,8 @@ import orjson
 
 from .state import ProviderState
 
+LAST_MESSAGE_HEAD_CHARS = 80
+
 
 @dataclass
 class Reject(Exception):
@@ -59,7 +61,17 @@ def parse_body(body: bytes, record: dict[str, Any]) -> dict[str, Any]:
         record[key] = data.get(key)
     record["model"] = data.get("model") if isinstance(data.get("model"), str) else None
     record["stream"] = data.get("stream") is True
+    record["last_message_head"] = _last_message_head(data.get("messages"))
     return data
+
+
+def _last_message_head(messages: Any) -> str | None:
+    """The first characters of the last message's text: lets a load test match its
+    requests to log records through a gateway that rewrites everything else."""
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return None
+    content = messages[-1].get("content")
+    return content[:LAST_MESSAGE_HEAD_CHARS] if isinstance(content, str) else None
 
 
 def _max_tokens(data: dict[str, Any]) -> int | None:

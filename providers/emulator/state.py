@@ -111,6 +111,7 @@ def new_record(
         "headers_seen": names,
         "headers": values,
         "request_body_keys": [],
+        "last_message_head": None,
         "stream_options": None,
         "max_tokens": None,
         "max_completion_tokens": None,

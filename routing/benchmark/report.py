@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .run import DIRECT, LITELLM, MODES, PACED, UBERLLM
+from .run import DIRECT, LITELLM, MODES, PACED, UBERLLM, UNPACED
 
 
 def _f(value: float | None, digits: int = 1) -> str:
@@ -49,38 +49,89 @@ def table(data: dict) -> str:
     return "\n".join(lines)
 
 
-def comparison(data: dict) -> list[str]:
-    """UberLLM against the issue's targets (and against LiteLLM when it ran)."""
-    results = data["results"]
-    lines = ["Targets (UberLLM):"]
+# Issue 9's "Done when" (paced: 50 tokens at 20 ms; 1 worker).
+ADDED_TTFT_P50_C1_MS = 2.0
+LITELLM_TTFT_SHARE = 1 / 10
+LITELLM_CPU_SHARE = 1 / 10
+THROUGHPUT_SHARE_C128 = 0.95
+ADDED_TTFT_P99_C128_MS = 50.0
+UNPACED_CPU_MS = 2.0
+IDLE_CPU_PCT = 1.0
 
-    def check(label: str, ok: bool | None, detail: str) -> None:
+
+def _cell(data: dict, mode: str, concurrency: str) -> dict | None:
+    cell = data["results"].get(mode, {}).get(concurrency)
+    return cell if cell and UBERLLM in cell and DIRECT in cell else None
+
+
+def _cpu(cell: dict, name: str) -> float | None:
+    return cell[name]["watch"].get("server", {}).get("cpu_ms_per_req") if name in cell else None
+
+
+def targets(data: dict) -> list[tuple[str, bool | None, str]]:
+    """(label, met or None when not measured, detail) for each target of issue 9."""
+    found: list[tuple[str, bool | None, str]] = []
+
+    def add(label: str, ok: bool | None, detail: str) -> None:
+        found.append((label, ok, detail))
+
+    if cell := _cell(data, PACED, "1"):
+        a50, l50 = added_ttft(cell, UBERLLM, "p50"), _litellm_added(cell, "p50")
+        add(
+            f"paced c=1 added TTFT p50 <= {ADDED_TTFT_P50_C1_MS:g} ms",
+            None if a50 is None else a50 <= ADDED_TTFT_P50_C1_MS,
+            f"{_f(a50, 2)} ms",
+        )
+        add("paced c=1 added TTFT p50 <= 1/10 of LiteLLM's",
+            None if a50 is None or l50 is None else a50 <= l50 * LITELLM_TTFT_SHARE,
+            f"{_f(a50, 2)} ms vs LiteLLM {_f(l50, 2)} ms")  # fmt: skip
+    for concurrency in ("32", "128"):
+        if cell := _cell(data, PACED, concurrency):
+            ours, theirs = _cpu(cell, UBERLLM), _cpu(cell, LITELLM)
+            ok = None if not ours or not theirs else ours <= theirs * LITELLM_CPU_SHARE
+            share = f" (1/{theirs / ours:.1f})" if ours and theirs else ""
+            add(f"paced c={concurrency} CPU per stream <= 1/10 of LiteLLM's", ok,
+                f"{_f(ours, 2)} ms vs LiteLLM {_f(theirs, 2)} ms{share}")  # fmt: skip
+    if cell := _cell(data, PACED, "128"):
+        ratio = cell[UBERLLM]["rps"] / cell[DIRECT]["rps"] if cell[DIRECT]["rps"] else None
+        a99 = added_ttft(cell, UBERLLM, "p99")
+        add(
+            f"paced c=128 throughput >= {THROUGHPUT_SHARE_C128} of direct",
+            None if ratio is None else ratio >= THROUGHPUT_SHARE_C128,
+            _f(ratio, 3),
+        )
+        add(
+            f"paced c=128 added TTFT p99 <= {ADDED_TTFT_P99_C128_MS:g} ms",
+            None if a99 is None else a99 <= ADDED_TTFT_P99_C128_MS,
+            f"{_f(a99, 1)} ms",
+        )
+    for concurrency, cell in data["results"].get(UNPACED, {}).items():
+        ours = _cpu(cell, UBERLLM) if UBERLLM in cell else None
+        add(
+            f"unpaced c={concurrency} CPU per request <= {UNPACED_CPU_MS:g} ms",
+            None if ours is None else ours <= UNPACED_CPU_MS,
+            f"{_f(ours, 2)} ms",
+        )
+    idle = data.get("idle", {})
+    if UBERLLM in idle:
+        detail = f"{idle[UBERLLM]:.2f}% of a core"
+        if LITELLM in idle:
+            detail += f" (LiteLLM {idle[LITELLM]:.2f}%)"
+        add(f"idle CPU of the gateway < {IDLE_CPU_PCT:g}% of a core",
+            idle[UBERLLM] < IDLE_CPU_PCT, detail)  # fmt: skip
+    return found
+
+
+def _litellm_added(cell: dict, q: str) -> float | None:
+    return added_ttft(cell, LITELLM, q) if LITELLM in cell else None
+
+
+def comparison(data: dict) -> list[str]:
+    """UberLLM against issue 9's targets (n/a: not measured in this run)."""
+    lines = ["Targets (issue 9, Done when; UberLLM):"]
+    for label, ok, detail in targets(data):
         mark = "n/a " if ok is None else ("MET " if ok else "MISS")
         lines.append(f"  [{mark}] {label}: {detail}")
-
-    for mode, cells in results.items():
-        for concurrency, cell in cells.items():
-            if UBERLLM not in cell:
-                continue
-            a50, a99 = added_ttft(cell, UBERLLM, "p50"), added_ttft(cell, UBERLLM, "p99")
-            ours_cpu = cell[UBERLLM]["watch"]["server"]["cpu_ms_per_req"]
-            prefix = f"{mode} c={concurrency}"
-            if LITELLM in cell:
-                l50 = added_ttft(cell, LITELLM, "p50")
-                lit_cpu = cell[LITELLM]["watch"]["server"]["cpu_ms_per_req"]
-                if concurrency == "1" and a50 is not None and l50:
-                    check(f"{prefix} added TTFT p50 <= 1/10 of LiteLLM's", a50 <= l50 / 10,
-                          f"{a50:.2f} ms vs {l50:.2f} ms")  # fmt: skip
-                if ours_cpu and lit_cpu:
-                    check(f"{prefix} CPU/request <= 1/20 of LiteLLM's", ours_cpu <= lit_cpu / 20,
-                          f"{ours_cpu:.2f} ms vs {lit_cpu:.2f} ms "
-                          f"(1/{lit_cpu / ours_cpu:.1f})")  # fmt: skip
-            if concurrency == "128" and a50 is not None:
-                check(f"{prefix} added TTFT p50 < 15 ms", a50 < 15, f"{a50:.2f} ms")
-                check(f"{prefix} added TTFT p99 < 60 ms", a99 < 60, f"{a99:.1f} ms")
-                if mode == PACED:
-                    ratio = cell[UBERLLM]["rps"] / cell[DIRECT]["rps"]
-                    check(f"{prefix} throughput >= 0.95 of direct", ratio >= 0.95, f"{ratio:.3f}")
     if not data.get("litellm"):
-        lines.append("  (LiteLLM comparisons skipped: LiteLLM did not run)")
+        lines.append("  (LiteLLM comparisons n/a: LiteLLM did not run)")
     return lines

@@ -1,9 +1,10 @@
 """Orchestrating one overhead benchmark: processes, cells, results.
 
 Everything listens on 127.0.0.1. Processes: the emulator (one uvicorn process), the
-gateway (uvicorn ``uberllm.asgi:application`` with the same worker count as
-``make run``), optionally the LiteLLM proxy, and for each cell a fresh load-generator
-process. A cell is (pacing, concurrency, target); the targets of a cell run one after
+gateway (``uberllm.asgi:application`` under uvicorn, as ``make run``, or Granian, with
+``--workers`` processes), optionally the LiteLLM proxy, and for each cell a fresh
+load-generator process. After the cells, each server's idle CPU is read over a quiet
+window. A cell is (pacing, concurrency, target); the targets of a cell run one after
 another, so every ratio compares figures measured minutes apart on the same machine.
 """
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from .procs import cpu_seconds, tree_pids
 from .seed import MODEL, PROVIDER
 
 PACED = "paced"
@@ -66,7 +68,9 @@ class Options:
     concurrency: list[int] = field(default_factory=lambda: [1, 32, 128])
     modes: list[str] = field(default_factory=lambda: [PACED, UNPACED])
     workers: int = 1
-    app: str = "uberllm.asgi:application"  # the ASGI application uvicorn serves
+    app: str = "uberllm.asgi:application"  # the ASGI application the server serves
+    server: str = "uvicorn"  # or "granian"
+    idle_s: float = 10.0  # the quiet window for idle CPU (0: not measured)
     litellm: str | None = None  # the `litellm` executable, or None to skip it
     database_url: str | None = None  # None: the production settings' database
     redis: bool = False
@@ -97,6 +101,43 @@ def wait_ready(url: str, proc: subprocess.Popen, timeout: float, name: str) -> N
     raise RuntimeError(f"{name} not ready after {timeout} s ({url})")
 
 
+SERVERS = ("uvicorn", "granian")
+
+
+def gateway_argv(server: str, app: str, port: int, workers: int) -> list[str]:
+    """The command serving ``app`` on 127.0.0.1:``port`` with ``workers`` processes."""
+    if server == "granian":
+        # asginl: ASGI without lifespan (the Channels router has no lifespan handler).
+        return [sys.executable, "-m", "granian", "--interface", "asginl", "--host", "127.0.0.1",
+                "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
+                "--log-level", "warning", "--no-access-log", "--no-ws", app]  # fmt: skip
+    return [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
+            "--workers", str(workers), "--log-level", "warning", "--no-access-log"]  # fmt: skip
+
+
+def spawn(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    """Start ``argv`` in its own session (so its whole tree can be stopped), output to a log."""
+    log = open(log_path, "wb")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def stop_process(proc: subprocess.Popen | None, grace: float = 15.0) -> None:
+    """SIGTERM the process group of ``proc`` (a server and its workers), SIGKILL after ``grace``."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
 class Bench:
     def __init__(self, options: Options, base_dir: Path) -> None:
         self.o = options
@@ -112,9 +153,9 @@ class Bench:
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
+        env.setdefault("UBERLLM_SHARED_KEY_PREFIX", "ullm-bench")
         env.update(
             UBERLLM_ALLOW_PRIVATE_UPSTREAMS="true",
-            UBERLLM_SHARED_KEY_PREFIX="ullm-bench",
             DJANGO_DEBUG="false",
             LOG_LEVEL="WARNING",
             PYTHONUNBUFFERED="1",
@@ -124,11 +165,7 @@ class Bench:
         return env
 
     def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
-        log = open(self.work / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-        proc = subprocess.Popen(
-            argv, cwd=self.base_dir, env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
+        proc = spawn(argv, self.base_dir, env or self.env, self.work / f"{name}.log")
         self.procs[name] = proc
         return proc
 
@@ -148,11 +185,8 @@ class Bench:
         if seeded.returncode != 0:
             raise RuntimeError(f"seeding failed:\n{seeded.stderr[-3000:]}")
         self.api_key = json.loads(seeded.stdout.strip().splitlines()[-1])["api_key"]
-        gateway = self._spawn("uberllm", [
-            py, "-m", "uvicorn", self.o.app, "--host", "127.0.0.1",
-            "--port", str(self.ports[UBERLLM]), "--workers", str(self.o.workers),
-            "--log-level", "warning", "--no-access-log",
-        ])  # fmt: skip
+        argv = gateway_argv(self.o.server, self.o.app, self.ports[UBERLLM], self.o.workers)
+        gateway = self._spawn("uberllm", argv)
         wait_ready(f"http://127.0.0.1:{self.ports[UBERLLM]}/api/v1/models", gateway, 60, "gateway")
         if self.o.litellm:
             self._start_litellm()
@@ -191,18 +225,7 @@ class Bench:
             self.o.litellm = None
 
     def _stop(self, name: str) -> None:
-        proc = self.procs.pop(name, None)
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+        stop_process(self.procs.pop(name, None))
 
     def stop(self) -> None:
         for name in list(self.procs):
@@ -240,6 +263,19 @@ class Bench:
             raise RuntimeError(f"load generator failed:\n{done.stderr[-3000:]}")
         return json.loads(done.stdout)
 
+    def idle(self) -> dict[str, float]:
+        """Idle CPU (% of a core) of each server, measured together after a pause."""
+        if self.o.idle_s <= 0:
+            return {}
+        self.o.log(f"  idle CPU over {self.o.idle_s:g} s ...")
+        time.sleep(2.0)  # let the last cell's connections and ledger writes finish
+        names = [n for n in (UBERLLM, LITELLM) if n in self.procs]
+        roots = {name: tree_pids(self.procs[name].pid) for name in names}
+        start = {name: cpu_seconds(pids) for name, pids in roots.items()}
+        time.sleep(self.o.idle_s)
+        return {name: 100 * (cpu_seconds(roots[name]) - start[name]) / self.o.idle_s
+                for name in names}  # fmt: skip
+
     def targets(self) -> list[str]:
         return [DIRECT, UBERLLM] + ([LITELLM] if self.o.litellm else [])
 
@@ -260,7 +296,8 @@ def run(options: Options, base_dir: Path) -> dict:
     bench = Bench(options, base_dir)
     try:
         bench.start()
-        return {"results": bench.run(), "litellm": bool(options.litellm)}
+        results = bench.run()
+        return {"results": results, "litellm": bool(options.litellm), "idle": bench.idle()}
     finally:
         bench.stop()
 

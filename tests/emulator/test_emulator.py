@@ -387,3 +387,12 @@ def test_demo_fixture_is_calibrated_to_product_facts() -> None:
     assert abs(ttft("deepseek", 31) - 1.7) < 0.1 and abs(ttft("deepseek", 105_000) - 15.5) < 0.3
     assert providers["swiftinfer"]["stall"]["probability"] > 0
     assert all(MODEL in p["models"] for p in providers.values())
+
+
+def test_log_record_keeps_the_head_of_the_last_message(emu: EmulatorServer) -> None:
+    tag = "loadtest run-7 #42: " + "x" * 200
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": tag}]
+    post(emu, "fast", {"model": MODEL, "messages": messages})
+    post(emu, "fast", {"model": MODEL, "messages": [{"role": "user", "content": [{"a": 1}]}]})
+    heads = [record["last_message_head"] for record in emu.log(provider="fast")]
+    assert heads == [tag[:80], None]

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from routing.benchmark.report import table
-from routing.benchmark.run import MODES, Options, find_litellm, run
+from routing.benchmark.run import MODES, SERVERS, Options, find_litellm, run
 
 BENCH_VENV = ".venv-bench"
 BENCH_REQUIREMENTS = "requirements-bench.txt"
@@ -42,6 +42,12 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, help="gateway processes (default: as make run)")
         parser.add_argument(
             "--app", default="uberllm.asgi:application", help="ASGI app to serve (experiments)"
+        )
+        parser.add_argument(
+            "--server", choices=SERVERS, default="uvicorn", help="the gateway's ASGI server"
+        )
+        parser.add_argument(
+            "--idle-seconds", type=float, help="quiet window for idle CPU (10; 0: skip)"
         )
         parser.add_argument("--json", action="store_true", help="print the results as JSON")
         parser.add_argument("--output", help="also write the JSON results to this file")
@@ -103,6 +109,8 @@ class Command(BaseCommand):
             modes=options["modes"] or list(MODES),
             workers=options["workers"] or gateway_workers(),
             app=options["app"],
+            server=options["server"],
+            idle_s=10.0 if options["idle_seconds"] is None else options["idle_seconds"],
             litellm=self._litellm(options, base),
             database_url=self._database_url(base),
             redis=bool(settings.REDIS_URL),
@@ -112,7 +120,7 @@ class Command(BaseCommand):
         stores = (
             f"database: {'sqlite (var/bench/bench.sqlite3)' if bench.database_url else database}"
             f", shared state: {'redis' if bench.redis else 'in-process'}"
-            f", gateway workers: {bench.workers}, cores: {os.cpu_count()}"
+            f", gateway: {bench.server} x {bench.workers} workers, cores: {os.cpu_count()}"
         )
         default_app = bench.app == "uberllm.asgi:application"
         if not default_app or settings.SETTINGS_MODULE != "uberllm.settings":
@@ -127,6 +135,7 @@ class Command(BaseCommand):
             "duration_s": bench.duration,
             "warmup_s": bench.warmup,
             "workers": bench.workers,
+            "server": bench.server,
             "litellm": bench.litellm,
         }
         encoded = json.dumps(data, indent=1)
