@@ -211,6 +211,10 @@ UBERLLM = {
     "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
     # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
     "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=False),
+    # Fernet keys encrypting provider credentials at rest, comma-separated: the first
+    # encrypts, all decrypt (rotation). Unset: a key derived from DJANGO_SECRET_KEY
+    # (development only; `check --deploy` flags it). docs/security.md.
+    "CREDENTIAL_KEYS": env.list("UBERLLM_CREDENTIAL_KEYS", default=[]),
 }
 
 # Celery beat: crontab/interval entries expire after one period, so a late run (beat or

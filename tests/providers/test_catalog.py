@@ -72,6 +72,6 @@ def test_admin_shows_endpoints_inline_under_models(admin_user):
 
 
 def test_export_never_contains_credentials(monkeypatch):
-    monkeypatch.setenv("TEST_ALPHA_KEY", "sk-very-secret")
+    monkeypatch.setenv("UBERLLM_PROVIDER_KEY_TEST_ALPHA", "sk-very-secret")
     catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
     assert "sk-very-secret" not in json.dumps(catalog_export())
