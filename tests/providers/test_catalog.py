@@ -52,7 +52,7 @@ def test_non_http_urls_rejected(url):
 
 
 @pytest.mark.parametrize(
-    "url", ["http://169.254.169.254/latest", "http://127.0.0.1:8100/x", "http://10.0.0.1/v1"]
+    "url", ["http://192.168.1.10/latest", "http://127.0.0.1:8100/x", "http://10.0.0.1/v1"]
 )
 def test_internal_urls_rejected_unless_allowed(settings, url):
     settings.UBERLLM = {**settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS": False}
