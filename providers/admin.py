@@ -1,9 +1,11 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from .credentials import origin_of, seal
+from .endpoint_check import endpoint_check
 from .models import Endpoint, Model, Provider
 
+MAX_TESTED = 10  # test calls run in the admin's request, one after the other
 KEEP_HELP = "Write-only: never shown again. Leave blank to keep the stored credential."
 HOST_CHANGED = (
     "The base URL's host changed: enter the credential again (a credential is only ever "
@@ -94,3 +96,14 @@ class EndpointAdmin(admin.ModelAdmin):
     )  # fmt: skip
     list_filter = ("provider", "model", "enabled")
     readonly_fields = (credential_stored,)
+    actions = ["test_endpoints"]
+
+    @admin.action(description="Test endpoint (one 1-token request)")
+    def test_endpoints(self, request, queryset):
+        chosen = list(queryset.select_related("provider", "model")[:MAX_TESTED])
+        for endpoint in chosen:
+            result = endpoint_check(endpoint=endpoint)
+            level = messages.SUCCESS if result.ok else messages.ERROR
+            self.message_user(request, f"{endpoint}: {result.summary()}", level)
+        if queryset.count() > len(chosen):
+            self.message_user(request, f"Tested the first {MAX_TESTED} only.", messages.WARNING)
