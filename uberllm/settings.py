@@ -6,6 +6,7 @@ them the embedded defaults are a SQLite file and in-process equivalents, so
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -33,6 +34,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "axes",
+    "csp",
     "providers",
     "billing",
     "routing",
@@ -42,12 +45,15 @@ INSTALLED_APPS = [
 # routing/proxy/stream.py). The chat endpoint skips this chain (uberllm/asgi.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: turns a locked-out login into the lockout page (docs/security.md).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "uberllm.urls"
@@ -124,6 +130,62 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_TASK_SOFT_TIME_LIMIT = 60
 CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+
+# --- Web security (docs/security.md). Secure cookies, HSTS and the HTTPS redirect are
+# on by default unless DEBUG is on or every allowed host is a local one (`make run`,
+# the tests); each can be set explicitly from the environment.
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "testserver"}
+RUNS_LOCALLY = all(host in LOCAL_HOSTS for host in ALLOWED_HOSTS)
+SECURE_COOKIES = env.bool("UBERLLM_SECURE_COOKIES", default=not DEBUG and not RUNS_LOCALLY)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_COOKIES
+SECURE_HSTS_SECONDS = env.int(
+    "DJANGO_SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if SECURE_COOKIES else 0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool(
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=SECURE_COOKIES
+)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=SECURE_COOKIES)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+if env.bool("DJANGO_SECURE_PROXY_SSL_HEADER", default=False):
+    # Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from
+    # clients): only then may Django trust it.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy (django-csp): scripts, styles, images and fonts from this site
+# only; no inline script or style (the dashboard's are static files), no framing. The
+# JSON API sends no HTML, so it gets no header.
+CSP_SELF, CSP_NONE = "'self'", "'none'"
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/api/"],
+    "DIRECTIVES": {
+        "default-src": [CSP_SELF],
+        "script-src": [CSP_SELF],
+        "style-src": [CSP_SELF],
+        "img-src": [CSP_SELF, "data:"],
+        "font-src": [CSP_SELF],
+        "connect-src": [CSP_SELF],
+        "object-src": [CSP_NONE],
+        "base-uri": [CSP_SELF],
+        "form-action": [CSP_SELF],
+        "frame-ancestors": [CSP_NONE],
+    },
+}
+
+# Login throttling (django-axes), dashboard and admin alike: after
+# UBERLLM_LOGIN_FAILURE_LIMIT failed logins for one username, or from one IP address,
+# further attempts (right password included) get the lockout page for the cool-off.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env.bool("UBERLLM_LOGIN_THROTTLING", default=True)
+AXES_FAILURE_LIMIT = env.int("UBERLLM_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("UBERLLM_LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "billing.views.lockout.lockout_response"
+AXES_VERBOSE = False
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
