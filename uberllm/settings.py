@@ -194,6 +194,14 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:activity"
 LOGOUT_REDIRECT_URL = "login"
 
+# Invitation mails. Development prints them on the console; production sets an SMTP URL
+# (DJANGO_EMAIL_URL, e.g. smtp+tls://user:password@mail.example.com:587).
+if env("DJANGO_EMAIL_URL", default=""):
+    globals().update(env.email_url("DJANGO_EMAIL_URL"))
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = env("DJANGO_DEFAULT_FROM_EMAIL", default="UberLLM <noreply@localhost>")
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
@@ -277,6 +285,8 @@ UBERLLM = {
     # encrypts, all decrypt (rotation). Unset: a key derived from DJANGO_SECRET_KEY
     # (development only; `check --deploy` flags it). docs/security.md.
     "CREDENTIAL_KEYS": env.list("UBERLLM_CREDENTIAL_KEYS", default=[]),
+    # How long an invitation link to join an organisation stays valid (hours).
+    "INVITATION_MAX_AGE_H": env.float("UBERLLM_INVITATION_MAX_AGE_H", default=72.0),
 }
 
 # Celery beat: crontab/interval entries expire after one period, so a late run (beat or
