@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import date
 
 from django import forms
-from django.contrib.auth import get_user_model
-from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.forms import UserCreationForm
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from .models import Activity, Membership
@@ -104,32 +103,16 @@ class MonthlyLimitForm(forms.Form):
     )
 
 
-class MemberAddForm(forms.Form):
-    username = forms.CharField(max_length=150)
-    password = forms.CharField(
-        required=False,
-        widget=forms.PasswordInput(render_value=False),
-        help_text="Initial password for a new user; leave empty to add an existing user.",
-    )
+class MemberInviteForm(forms.Form):
+    email = forms.EmailField(max_length=254)
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MEMBER)
 
-    def clean_username(self):
-        username = self.cleaned_data["username"].strip()
-        user_model = get_user_model()
-        user_model._meta.get_field("username").run_validators(username)
-        return username
 
-    def clean(self):
-        cleaned = super().clean()
-        username, password = cleaned.get("username"), cleaned.get("password")
-        if username and password:
-            user_model = get_user_model()
-            if not user_model.objects.filter(username=username).exists():
-                try:
-                    validate_password(password, user_model(username=username))
-                except forms.ValidationError as exc:
-                    self.add_error("password", exc)
-        return cleaned
+class InvitationSignupForm(UserCreationForm):
+    """The invitee's own account: a username and the password they choose."""
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("username",)
 
 
 class MemberRoleForm(forms.Form):

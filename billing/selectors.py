@@ -15,10 +15,10 @@ from django.db.models import Count, DecimalField, Max, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django.http import Http404
 
-from .models import Activity, ApiKey, Membership, Organisation
+from .models import Activity, ApiKey, Invitation, Membership, Organisation
 
 TENANT_MODELS = {Activity: "organisation_id", ApiKey: "organisation_id",
-                 Membership: "organisation_id"}  # fmt: skip
+                 Membership: "organisation_id", Invitation: "organisation_id"}  # fmt: skip
 
 # The prompt-size buckets of the routing core, in size order (see product.md).
 PROMPT_BUCKETS = ("<8k", "8k-32k", "32k-128k", ">128k")
@@ -286,6 +286,36 @@ def membership_get(*, organisation_id: int, membership_id: int) -> Membership:
     if membership is None:
         raise Http404("No such member.")
     return membership
+
+
+def invitation_pending_list(*, organisation_id: int) -> QuerySet:
+    """The organisation's invitations not yet accepted, revoked or expired."""
+    return for_organisation(Invitation, organisation_id).filter(
+        accepted_at=None, revoked_at=None, expires_at__gt=datetime.now(UTC)
+    )
+
+
+def invitation_by_token(token: str) -> Invitation | None:
+    """The pending invitation a link token stands for, or None (forged, too old, used,
+    revoked or expired: one answer for all)."""
+    from .invitations import hash_from_token
+
+    secret_hash = hash_from_token(token)
+    if secret_hash is None:
+        return None
+    return (
+        Invitation.objects.select_related("organisation")
+        .filter(secret_hash=secret_hash, accepted_at=None, revoked_at=None,
+                expires_at__gt=datetime.now(UTC))
+        .first()
+    )  # fmt: skip
+
+
+def invitation_get(*, organisation_id: int, invitation_id: int) -> Invitation:
+    invitation = for_organisation(Invitation, organisation_id).filter(id=invitation_id).first()
+    if invitation is None:
+        raise Http404("No such invitation.")
+    return invitation
 
 
 # --- Staff (admin) --------------------------------------------------------------------

@@ -7,8 +7,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from . import invitations
 from .keys import generate_key
-from .models import ApiKey, Membership, Organisation
+from .models import ApiKey, Invitation, Membership, Organisation
 
 
 @transaction.atomic
@@ -28,6 +29,8 @@ def organisation_create(*, name: str, owner=None) -> Organisation:
 def member_add(
     *, organisation: Organisation, username: str, password: str | None = None, role: str = "member"
 ):
+    """Seeding and tests only (``seed_demo``, fixtures): no page or API calls this.
+    People join an organisation by accepting an invitation."""
     user_model = get_user_model()
     user, created = user_model.objects.get_or_create(username=username)
     if created:
@@ -76,29 +79,6 @@ def _lock_owners(organisation_id: int) -> list[int]:
 
 
 @transaction.atomic
-def membership_create(
-    *, organisation: Organisation, username: str, password: str = "", role: str = "member"
-) -> tuple[Membership, bool]:
-    """Add a user to the organisation: a new user with ``password``, or an existing user
-    (whose password is never changed here). Returns (membership, user_created)."""
-    if role not in Membership.Role.values:
-        raise MembershipError("Unknown role.")
-    user_model = get_user_model()
-    user = user_model.objects.filter(username=username).first()
-    created = user is None
-    if created:
-        if not password:
-            raise MembershipError(f"No user '{username}' exists: give an initial password.")
-        user = user_model(username=username)
-        user.set_password(password)
-        user.save()
-    elif Membership.objects.filter(organisation=organisation, user=user).exists():
-        raise MembershipError(f"{username} is already a member.")
-    membership = Membership.objects.create(organisation=organisation, user=user, role=role)
-    return membership, created
-
-
-@transaction.atomic
 def membership_set_role(*, membership: Membership, role: str) -> Membership:
     if role not in Membership.Role.values:
         raise MembershipError("Unknown role.")
@@ -128,3 +108,98 @@ def api_key_set_monthly_limit(*, api_key: ApiKey, limit_usd) -> ApiKey:
     api_key.save(update_fields=["monthly_limit_usd"])
     forget_cached_key(api_key.prefix)
     return api_key
+
+
+# --- Invitations ------------------------------------------------------------------------
+
+
+class InvitationError(Exception):
+    """An invitation that can no longer be accepted (shown to the invitee as is)."""
+
+
+@transaction.atomic
+def invitation_create(
+    *, organisation: Organisation, email: str, role: str, invited_by
+) -> tuple[Invitation, str]:
+    """Invite ``email``; returns the row and the link token, which is never stored.
+
+    Nobody's account is looked up: the reply is the same whether or not the address
+    (or any username) exists anywhere. An earlier pending invitation of the same
+    address to this organisation is revoked."""
+    if role not in Membership.Role.values:
+        raise MembershipError("Unknown role.")
+    email = get_user_model().objects.normalize_email(email)
+    now = timezone.now()
+    Invitation.objects.filter(
+        organisation=organisation, email__iexact=email, accepted_at=None, revoked_at=None
+    ).update(revoked_at=now)
+    token, secret_hash = invitations.new_token()
+    invitation = Invitation.objects.create(
+        organisation=organisation, email=email, role=role, invited_by=invited_by,
+        secret_hash=secret_hash, expires_at=now + invitations.max_age(),
+    )  # fmt: skip
+    return invitation, token
+
+
+def invitation_send(*, invitation: Invitation, accept_url: str) -> None:
+    """Mail the link (Django's email backend: the console in development)."""
+    from django.core.mail import send_mail
+
+    send_mail(
+        subject=f"You are invited to {invitation.organisation.name} on UberLLM",
+        message=(
+            f"You are invited to join {invitation.organisation.name} on UberLLM as "
+            f"{invitation.role}.\n\nAccept (once, until "
+            f"{invitation.expires_at:%Y-%m-%d %H:%M} UTC): {accept_url}\n"
+        ),
+        from_email=None,
+        recipient_list=[invitation.email],
+    )
+
+
+def invitation_revoke(*, invitation: Invitation) -> Invitation:
+    if invitation.accepted_at is None and invitation.revoked_at is None:
+        invitation.revoked_at = timezone.now()
+        invitation.save(update_fields=["revoked_at"])
+    return invitation
+
+
+def _lock_pending(invitation_id: int) -> Invitation:
+    invitation = (
+        Invitation.objects.select_for_update().select_related("organisation")
+        .filter(id=invitation_id).first()
+    )  # fmt: skip
+    if (
+        invitation is None
+        or invitation.accepted_at is not None
+        or invitation.revoked_at is not None
+        or invitation.expires_at <= timezone.now()
+    ):
+        raise InvitationError("This invitation link is invalid, used or expired.")
+    return invitation
+
+
+@transaction.atomic
+def invitation_accept(*, invitation_id: int, user) -> tuple[Membership, bool]:
+    """``user`` (logged in, or just created) joins; the invitation is used up.
+    Returns (membership, joined): joined is False if they were a member already
+    (their role is then left as it is)."""
+    invitation = _lock_pending(invitation_id)
+    membership, joined = Membership.objects.get_or_create(
+        organisation=invitation.organisation, user=user, defaults={"role": invitation.role}
+    )
+    invitation.accepted_at = timezone.now()
+    invitation.accepted_by = user
+    invitation.save(update_fields=["accepted_at", "accepted_by"])
+    return membership, joined
+
+
+@transaction.atomic
+def invitation_accept_new_user(*, invitation_id: int, username: str, password: str):
+    """Create the invitee's account with the password they chose, and accept."""
+    invitation = _lock_pending(invitation_id)
+    user = get_user_model().objects.create_user(
+        username=username, email=invitation.email, password=password
+    )
+    invitation_accept(invitation_id=invitation.id, user=user)
+    return user

@@ -15,4 +15,10 @@ urlpatterns = [
     path("members/", views.members_view, name="members"),
     path("members/<int:membership_id>/role/", views.member_role_view, name="member-role"),
     path("members/<int:membership_id>/remove/", views.member_remove_view, name="member-remove"),
+    path(
+        "members/invitations/<int:invitation_id>/revoke/",
+        views.invitation_revoke_view,
+        name="invitation-revoke",
+    ),
+    path("invite/<str:token>/", views.invitation_accept_view, name="invitation-accept"),
 ]

@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class ProvidersConfig(AppConfig):
     name = "providers"
     verbose_name = "Provider catalog"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401 (registers the system checks)

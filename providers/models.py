@@ -8,6 +8,7 @@ from decimal import Decimal
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from .credentials import validate_credential_env
 from .validators import validate_upstream_url
 
 PRICE = {
@@ -66,8 +67,13 @@ class Endpoint(models.Model):
     credential_env = models.CharField(
         max_length=128,
         blank=True,
-        help_text="Name of the environment variable holding this endpoint's API key.",
+        validators=[validate_credential_env],
+        help_text="Name of an environment variable UBERLLM_PROVIDER_KEY_<NAME> holding this "
+        "endpoint's API key (a stored credential wins).",
     )
+    # A Fernet token of the credential bound to base_url's origin (providers/credentials.py);
+    # never shown, exported or logged. Written through providers.services only.
+    credential_encrypted = models.TextField(blank=True, default="", editable=False)
     context_length = models.PositiveIntegerField(default=131072)
     max_output_tokens = models.PositiveIntegerField(null=True, blank=True)
     supported_parameters = models.JSONField(default=list, blank=True)

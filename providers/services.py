@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
+from .credentials import seal
 from .models import Endpoint, Model, Provider
 
 MODEL_FIELDS = ("name", "description", "context_length", "list_price_input",
@@ -69,7 +70,8 @@ def _plain(value):
 
 
 def catalog_export() -> dict[str, Any]:
-    """The whole catalog as JSON-ready data (credentials are env variable names only)."""
+    """The whole catalog as JSON-ready data. Credentials are never exported: only
+    ``credential_env`` names; a stored credential is entered again after an import."""
     providers = [
         {"slug": p.slug, "name": p.name, "enabled": p.enabled} for p in Provider.objects.all()
     ]
@@ -82,3 +84,13 @@ def catalog_export() -> dict[str, Any]:
         ]
         models.append(item)
     return {"providers": providers, "models": models}
+
+
+def endpoint_set_credential(*, endpoint: Endpoint, secret: str | None) -> Endpoint:
+    """Store ``secret`` encrypted and bound to the endpoint's current base URL origin
+    (None or "" removes the stored credential)."""
+    endpoint.credential_encrypted = (
+        seal(secret=secret, base_url=endpoint.base_url) if secret else ""
+    )
+    endpoint.save(update_fields=["credential_encrypted"])
+    return endpoint

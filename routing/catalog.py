@@ -8,13 +8,13 @@ and a chat request costs no catalog query.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
 
+from providers.credentials import authorization_for
 from providers.models import Endpoint
 from uberllm.aio import db_call, run_in_background
 
@@ -51,7 +51,8 @@ class CatalogModel:
 
 
 def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
-    secret = os.environ.get(endpoint.credential_env) if endpoint.credential_env else None
+    # The credential and the URL come from the same base_url: authorization_for only
+    # returns a credential bound to that base_url's origin (providers/credentials.py).
     prices = {name: getattr(endpoint, f"price_{name}") for name in PRICE_FIELDS}
     info = EndpointInfo(
         endpoint_id=endpoint.id,
@@ -69,7 +70,7 @@ def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
         provider_slug=endpoint.provider.slug,
         url=endpoint.base_url.rstrip("/") + "/chat/completions",
         upstream_model=endpoint.upstream_model or endpoint.model.slug,
-        authorization=f"Bearer {secret}" if secret else None,
+        authorization=authorization_for(endpoint),
         prices=prices,
         cache_ttl_s=endpoint.cache_ttl_s,
     )

@@ -44,7 +44,7 @@ def catalog_for_tests(emulator_url: str) -> dict:
         {
             "provider": slug,
             "base_url": f"{emulator_url}/{slug}/v1",
-            "credential_env": f"TEST_{slug.upper()}_KEY",
+            "credential_env": f"UBERLLM_PROVIDER_KEY_TEST_{slug.upper()}",
             "context_length": 200_000,
             "supported_parameters": ["max_tokens", "temperature", "tools"],
             "price_input": pi,

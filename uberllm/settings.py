@@ -6,6 +6,7 @@ them the embedded defaults are a SQLite file and in-process equivalents, so
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -33,6 +34,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "axes",
+    "csp",
     "providers",
     "billing",
     "routing",
@@ -42,12 +45,15 @@ INSTALLED_APPS = [
 # routing/proxy/stream.py). The chat endpoint skips this chain (uberllm/asgi.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: turns a locked-out login into the lockout page (docs/security.md).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "uberllm.urls"
@@ -125,12 +131,76 @@ CELERY_TASK_SOFT_TIME_LIMIT = 60
 CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 
+# --- Web security (docs/security.md). Secure cookies, HSTS and the HTTPS redirect are
+# on by default unless DEBUG is on or every allowed host is a local one (`make run`,
+# the tests); each can be set explicitly from the environment.
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "testserver"}
+RUNS_LOCALLY = all(host in LOCAL_HOSTS for host in ALLOWED_HOSTS)
+SECURE_COOKIES = env.bool("UBERLLM_SECURE_COOKIES", default=not DEBUG and not RUNS_LOCALLY)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_COOKIES
+SECURE_HSTS_SECONDS = env.int(
+    "DJANGO_SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if SECURE_COOKIES else 0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool(
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=SECURE_COOKIES
+)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=SECURE_COOKIES)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+if env.bool("DJANGO_SECURE_PROXY_SSL_HEADER", default=False):
+    # Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from
+    # clients): only then may Django trust it.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy (django-csp): scripts, styles, images and fonts from this site
+# only; no inline script or style (the dashboard's are static files), no framing. The
+# JSON API sends no HTML, so it gets no header.
+CSP_SELF, CSP_NONE = "'self'", "'none'"
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/api/"],
+    "DIRECTIVES": {
+        "default-src": [CSP_SELF],
+        "script-src": [CSP_SELF],
+        "style-src": [CSP_SELF],
+        "img-src": [CSP_SELF, "data:"],
+        "font-src": [CSP_SELF],
+        "connect-src": [CSP_SELF],
+        "object-src": [CSP_NONE],
+        "base-uri": [CSP_SELF],
+        "form-action": [CSP_SELF],
+        "frame-ancestors": [CSP_NONE],
+    },
+}
+
+# Login throttling (django-axes), dashboard and admin alike: after
+# UBERLLM_LOGIN_FAILURE_LIMIT failed logins for one username, or from one IP address,
+# further attempts (right password included) get the lockout page for the cool-off.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env.bool("UBERLLM_LOGIN_THROTTLING", default=True)
+AXES_FAILURE_LIMIT = env.int("UBERLLM_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("UBERLLM_LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "billing.views.lockout.lockout_response"
+AXES_VERBOSE = False
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:activity"
 LOGOUT_REDIRECT_URL = "login"
+
+# Invitation mails. Development prints them on the console; production sets an SMTP URL
+# (DJANGO_EMAIL_URL, e.g. smtp+tls://user:password@mail.example.com:587).
+if env("DJANGO_EMAIL_URL", default=""):
+    globals().update(env.email_url("DJANGO_EMAIL_URL"))
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = env("DJANGO_DEFAULT_FROM_EMAIL", default="UberLLM <noreply@localhost>")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -215,6 +285,12 @@ UBERLLM = {
     "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
     # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
     "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=False),
+    # Fernet keys encrypting provider credentials at rest, comma-separated: the first
+    # encrypts, all decrypt (rotation). Unset: a key derived from DJANGO_SECRET_KEY
+    # (development only; `check --deploy` flags it). docs/security.md.
+    "CREDENTIAL_KEYS": env.list("UBERLLM_CREDENTIAL_KEYS", default=[]),
+    # How long an invitation link to join an organisation stays valid (hours).
+    "INVITATION_MAX_AGE_H": env.float("UBERLLM_INVITATION_MAX_AGE_H", default=72.0),
 }
 
 # Celery beat: crontab/interval entries expire after one period, so a late run (beat or

@@ -5,7 +5,13 @@ scoped to the logged-in member's organisation."""
 from .activity import activity_csv_view, activity_detail_view, activity_list_view
 from .common import organisation_required, owner_required
 from .keys import api_key_limit_view, api_key_revoke_view, api_keys_view
-from .members import member_remove_view, member_role_view, members_view
+from .members import (
+    invitation_accept_view,
+    invitation_revoke_view,
+    member_remove_view,
+    member_role_view,
+    members_view,
+)
 from .usage import usage_view
 
 __all__ = [
@@ -15,6 +21,8 @@ __all__ = [
     "api_key_limit_view",
     "api_key_revoke_view",
     "api_keys_view",
+    "invitation_accept_view",
+    "invitation_revoke_view",
     "member_remove_view",
     "member_role_view",
     "members_view",

@@ -1,30 +1,46 @@
-"""Organisation members: list; owners add members, change roles and remove members."""
+"""Organisation members: list; owners invite members, change roles and remove members.
+
+Nobody is added without consent: an owner invites an email address and the invitee
+accepts through a one-time, expiring link, with an account they create (and a password
+they choose) or the account they are logged in with. No reply to an owner depends on
+whether an address or a username exists anywhere.
+"""
 
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from .. import selectors, services
-from ..forms import MemberAddForm, MemberRoleForm
-from ..models import Membership
+from ..forms import InvitationSignupForm, MemberInviteForm, MemberRoleForm
+from ..models import Invitation, Membership
 from .common import forbidden, organisation_required, owner_required
 
 ONLY_OWNERS = "Only the organisation's owners manage members."
+INVALID_LINK = "This invitation link is invalid, used or expired. Ask for a new one."
+LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
-def _render(request: HttpRequest, form: MemberAddForm, status: int = 200) -> HttpResponse:
-    members = list(selectors.membership_list(organisation_id=request.organisation.id))
+def _render(request: HttpRequest, form: MemberInviteForm, status: int = 200,
+            new_invitation: tuple[Invitation, str] | None = None) -> HttpResponse:  # fmt: skip
+    organisation_id = request.organisation.id
+    members = list(selectors.membership_list(organisation_id=organisation_id))
     owners = [m for m in members if m.role == Membership.Role.OWNER]
     for membership in members:  # the UI offers no action the service would refuse
         membership.is_last_owner = owners == [membership]
     context = {
         "members": members,
+        "invitations": selectors.invitation_pending_list(organisation_id=organisation_id)
+        if request.is_owner
+        else [],
         "form": form,
         "roles": Membership.Role.choices,
         "is_owner": request.is_owner,
+        "new_invitation": new_invitation,
         "nav": "members",
     }
     return render(request, "dashboard/members.html", context, status=status)
@@ -33,32 +49,66 @@ def _render(request: HttpRequest, form: MemberAddForm, status: int = 200) -> Htt
 @organisation_required
 def members_view(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
-        return _render(request, MemberAddForm())
+        return _render(request, MemberInviteForm())
     if not request.is_owner:
         return forbidden(request, ONLY_OWNERS)
-    form = MemberAddForm(request.POST)
+    form = MemberInviteForm(request.POST)
     if not form.is_valid():
         return _render(request, form, status=400)
-    data = form.cleaned_data
-    try:
-        membership, created = services.membership_create(
-            organisation=request.organisation,
-            username=data["username"],
-            password=data["password"],
-            role=data["role"],
-        )
-    except services.MembershipError as exc:
-        form.add_error(None, str(exc))
-        return _render(request, form, status=400)
-    if created:
-        messages.success(request, f"Added {membership.user.username} ({membership.role}).")
-    else:
-        messages.success(
-            request,
-            f"Added the existing user {membership.user.username} ({membership.role}); "
-            "their password is unchanged.",
-        )
+    invitation, token = services.invitation_create(
+        organisation=request.organisation,
+        email=form.cleaned_data["email"],
+        role=form.cleaned_data["role"],
+        invited_by=request.user,
+    )
+    url = request.build_absolute_uri(reverse("dashboard:invitation-accept", args=[token]))
+    services.invitation_send(invitation=invitation, accept_url=url)
+    # Rendered in this response only (not redirected): the link is shown once and never
+    # reaches the session store or the database.
+    return _render(request, MemberInviteForm(), new_invitation=(invitation, url))
+
+
+@require_POST
+@organisation_required
+@owner_required(ONLY_OWNERS)
+def invitation_revoke_view(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    invitation = selectors.invitation_get(
+        organisation_id=request.organisation.id, invitation_id=invitation_id
+    )
+    services.invitation_revoke(invitation=invitation)
+    messages.success(request, f"Invitation of {invitation.email} revoked.")
     return redirect("dashboard:members")
+
+
+def invitation_accept_view(request: HttpRequest, token: str) -> HttpResponse:
+    """GET: what the invitation is for and how to accept. POST: accept, logged in, or
+    with a new account (username and password of the invitee's choosing)."""
+    invitation = selectors.invitation_by_token(token)
+    if invitation is None:
+        return render(request, "dashboard/invitation.html", {"invalid": INVALID_LINK}, status=404)
+    logged_in = request.user.is_authenticated
+    form = None if logged_in else InvitationSignupForm(request.POST or None)
+    if request.method == "POST" and (logged_in or form.is_valid()):
+        try:
+            if logged_in:
+                _, joined = services.invitation_accept(invitation_id=invitation.id,
+                                                       user=request.user)  # fmt: skip
+            else:
+                user = services.invitation_accept_new_user(
+                    invitation_id=invitation.id, username=form.cleaned_data["username"],
+                    password=form.cleaned_data["password1"],
+                )  # fmt: skip
+                login(request, user, backend=LOGIN_BACKEND)
+                joined = True
+        except services.InvitationError:
+            return render(request, "dashboard/invitation.html", {"invalid": INVALID_LINK},
+                          status=404)  # fmt: skip
+        name = invitation.organisation.name
+        messages.success(request, f"You joined {name}." if joined else f"You are in {name}.")
+        return redirect("dashboard:activity")
+    context = {"invitation": invitation, "form": form, "token": token}
+    status = 400 if request.method == "POST" else 200
+    return render(request, "dashboard/invitation.html", context, status=status)
 
 
 @require_POST

@@ -28,17 +28,24 @@ def _token_cost(
 
 
 def request_cost(
-    endpoint: EndpointInfo, prompt_tokens: int, cached_tokens: int, output_tokens: int
+    endpoint: EndpointInfo,
+    prompt_tokens: int,
+    cached_tokens: int,
+    output_tokens: int,
+    cache_write_tokens: int = 0,
 ) -> float:
     """USD for this request at ``endpoint``.
 
     uncached prompt tokens x input price + cached prompt tokens x cache-read price +
     output tokens x output price (per 1M). Token counts are >= 0 (RequestFeatures checks
-    them); ``cached_tokens`` is clamped to [0, prompt_tokens]. Cache writes are not
-    priced: the router cannot know how many tokens a provider will write, and
-    automatic-cache providers bill them as input.
+    them); ``cached_tokens`` is clamped to [0, prompt_tokens]. The router does not know
+    how many tokens a provider will write to its cache, so it passes no
+    ``cache_write_tokens`` (automatic-cache providers bill them as input); a caller that
+    does know passes them: they are part of ``prompt_tokens`` (clamped to what the cache
+    reads leave) and priced at the cache-write price instead of the input price. With
+    ``cache_write_tokens=0`` the result is exactly the former one.
     """
-    return _token_cost(
+    cost = _token_cost(
         prompt_tokens,
         cached_tokens,
         output_tokens,
@@ -46,6 +53,11 @@ def request_cost(
         endpoint.price_cache_read,
         endpoint.price_output,
     )
+    if cache_write_tokens > 0:
+        cached = min(max(cached_tokens, 0), prompt_tokens)
+        written = min(cache_write_tokens, prompt_tokens - cached)
+        cost += written * (endpoint.price_cache_write - endpoint.price_input) / PER_MILLION
+    return cost
 
 
 def list_price_cost(

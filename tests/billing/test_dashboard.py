@@ -438,40 +438,7 @@ def test_new_key_is_shown_once():
 # --- Members -----------------------------------------------------------------------------------
 
 
-def test_owner_adds_a_new_member_who_can_log_in():
-    a = make_tenant("Team")
-    client = _login(a.user)
-    response = client.post("/members/", {"username": "newbie", "password": "s3cret-pass-1",
-                                          "role": "member"})  # fmt: skip
-    assert response.status_code == 302
-    assert Membership.objects.get(user__username="newbie").organisation == a.organisation
-    fresh = Client()
-    assert fresh.login(username="newbie", password="s3cret-pass-1")
-    assert fresh.get("/").status_code == 200
-    assert "newbie" in client.get("/members/").content.decode()
-
-
-def test_owner_adds_an_existing_user_without_changing_their_password():
-    a, other = make_tenant("Team"), make_tenant("Elsewhere")
-    client = _login(a.user)
-    client.post("/members/", {"username": other.user.username, "password": "hijack-pass-123",
-                              "role": "member"})  # fmt: skip
-    assert Membership.objects.filter(organisation=a.organisation, user=other.user).exists()
-    assert Client().login(username=other.user.username, password="pw-123456789")
-    assert not Client().login(username=other.user.username, password="hijack-pass-123")
-
-
-def test_member_add_errors():
-    a = make_tenant("Team")
-    client = _login(a.user)
-    no_password = client.post("/members/", {"username": "ghost", "role": "member"})
-    assert no_password.status_code == 400 and "initial password" in no_password.content.decode()
-    short = client.post("/members/", {"username": "ghost", "password": "short", "role": "member"})
-    assert short.status_code == 400
-    again = client.post("/members/", {"username": a.user.username, "role": "member"})
-    assert again.status_code == 400 and "already a member" in again.content.decode()
-    assert Membership.objects.get(user=a.user).role == "owner"  # not demoted by a re-add
-    assert not get_user_model().objects.filter(username="ghost").exists()
+# Inviting members: tests/trust/test_invitations.py.
 
 
 def test_owner_changes_roles_and_removes_members():

@@ -110,7 +110,7 @@ def test_models_endpoint_lists_endpoint_prices(client):
 
 def test_credential_sent_from_env_and_never_returned(client, emulator, monkeypatch):
     # The endpoint names an env variable; the emulator demands that key.
-    monkeypatch.setenv("TEST_ALPHA_KEY", "sk-upstream-secret")
+    monkeypatch.setenv("UBERLLM_PROVIDER_KEY_TEST_ALPHA", "sk-upstream-secret")
     emulator.control("alpha", api_key="sk-upstream-secret")
     reply = client.chat.completions.create(model=TEST_MODEL, messages=MESSAGES)
     assert reply.model_extra["provider"] == "alpha"

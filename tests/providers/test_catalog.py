@@ -52,7 +52,7 @@ def test_non_http_urls_rejected(url):
 
 
 @pytest.mark.parametrize(
-    "url", ["http://169.254.169.254/latest", "http://127.0.0.1:8100/x", "http://10.0.0.1/v1"]
+    "url", ["http://192.168.1.10/latest", "http://127.0.0.1:8100/x", "http://10.0.0.1/v1"]
 )
 def test_internal_urls_rejected_unless_allowed(settings, url):
     settings.UBERLLM = {**settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS": False}
@@ -72,6 +72,6 @@ def test_admin_shows_endpoints_inline_under_models(admin_user):
 
 
 def test_export_never_contains_credentials(monkeypatch):
-    monkeypatch.setenv("TEST_ALPHA_KEY", "sk-very-secret")
+    monkeypatch.setenv("UBERLLM_PROVIDER_KEY_TEST_ALPHA", "sk-very-secret")
     catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
     assert "sk-very-secret" not in json.dumps(catalog_export())

@@ -1,0 +1,34 @@
+"""System checks: ``check --deploy`` refuses the development credential key."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.checks import Error, Tags, Warning, register
+from django.core.exceptions import ImproperlyConfigured
+
+from .credentials import _fernet, credential_keys_configured
+
+
+@register(Tags.security, deploy=True)
+def credential_keys_check(app_configs=None, **kwargs) -> list:
+    if not credential_keys_configured():
+        return [
+            Warning(
+                "UBERLLM_CREDENTIAL_KEYS is not set: provider credentials are encrypted "
+                "with a key derived from DJANGO_SECRET_KEY (development only).",
+                hint="Set UBERLLM_CREDENTIAL_KEYS to a key from Fernet.generate_key().",
+                id="providers.W001",
+            )
+        ]
+    try:
+        _fernet()
+    except ImproperlyConfigured as exc:
+        return [Error(str(exc), id="providers.E001")]
+    if settings.UBERLLM.get("ALLOW_PRIVATE_UPSTREAMS"):
+        return [
+            Warning(
+                "UBERLLM_ALLOW_PRIVATE_UPSTREAMS is on: upstreams may be internal addresses.",
+                id="providers.W002",
+            )
+        ]
+    return []
