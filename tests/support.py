@@ -207,9 +207,11 @@ def database_url() -> str:
 class SubprocessGateway:
     """A second gateway in its own process (its own memory) on the same shared stores."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, workers: int = 1, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.proc = None
+        self.workers = workers
+        self.extra_env = env or {}
 
     @property
     def api_url(self) -> str:
@@ -230,10 +232,11 @@ class SubprocessGateway:
             "UBERLLM_SHARED_KEY_PREFIX": settings.UBERLLM["SHARED_KEY_PREFIX"],
             "UBERLLM_SPEED_CACHE_TTL_S": str(settings.UBERLLM["SPEED_CACHE_TTL_S"]),
             "UBERLLM_READ_DOT_ENV": "false",
+            **self.extra_env,
         }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "uberllm.asgi:application", "--port",
-             str(self.port), "--log-level", "warning"],
+             str(self.port), "--log-level", "warning", "--workers", str(self.workers)],
             env=env, cwd=settings.BASE_DIR,
         )  # fmt: skip
         deadline = time.monotonic() + 20

@@ -211,6 +211,8 @@ UBERLLM = {
     "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
     # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
     "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=False),
+    # Bearer token a Prometheus scraper sends to /metrics; empty: /metrics answers 404.
+    "METRICS_TOKEN": env("UBERLLM_METRICS_TOKEN", default=""),
 }
 
 # Celery beat: crontab/interval entries expire after one period, so a late run (beat or

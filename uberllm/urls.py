@@ -4,6 +4,8 @@ from django.contrib.staticfiles.views import serve as serve_static
 from django.http import FileResponse, HttpResponse, JsonResponse
 from django.urls import include, path, re_path
 
+from . import views as ops_views
+
 
 def healthz(request):
     return JsonResponse({"ok": True})
@@ -28,6 +30,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", healthz),
+    path("metrics", ops_views.metrics),
     # The few static files (admin CSS, Chart.js) served by Django itself, from the
     # finders: no collectstatic step, no sync-only middleware in the chain.
     re_path(r"^static/(?P<path>.+)$", static_file),
