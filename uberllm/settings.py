@@ -11,6 +11,8 @@ from pathlib import Path
 import environ
 from celery.schedules import crontab
 
+from uberllm.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 VAR_DIR.mkdir(exist_ok=True)
@@ -149,12 +151,11 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="WARNING")},
-}
+# LOG_FORMAT=json (one JSON object a line, for a log pipeline) or text (for a terminal);
+# both carry the request's generation id (uberllm/logs.py, docs/operations.md).
+LOG_FORMAT = env("LOG_FORMAT", default="text")
+LOGGING = logging_config(LOG_FORMAT, env("LOG_LEVEL", default="WARNING"))
+
 
 # --- UberLLM product settings (fixed waits of the product are settings, so tests are fast)
 UBERLLM = {
