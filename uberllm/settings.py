@@ -76,6 +76,11 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'd
 # per request (docs/benchmarks.md). Health checks drop a broken one before use.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if "postgresql" in DATABASES["default"]["ENGINE"]:
+    # An unreachable server fails a request (and /readyz) in seconds, not minutes.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT_S", default=5)
+    )
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL, a busy timeout and IMMEDIATE transactions let the gateway's writer threads,
     # the worker and beat share the file without "database is locked".

@@ -1,4 +1,5 @@
-"""Operational endpoints: ``/metrics`` (Prometheus, behind a bearer token)."""
+"""Operational endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness) and
+``/metrics`` (Prometheus, behind a bearer token). See docs/operations.md."""
 
 from __future__ import annotations
 
@@ -7,7 +8,20 @@ import hmac
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from . import health
 from . import metrics as metrics_module
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness: the process answers. No I/O, so a store outage restarts nothing."""
+    return JsonResponse({"ok": True})
+
+
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness: database, Redis (when configured), migrations and catalog; 200 when
+    all pass, else 503, with each check's detail either way (no secret in them)."""
+    ok, checks = health.readiness()
+    return JsonResponse({"ok": ok, "checks": checks}, status=200 if ok else 503)
 
 
 def _not_found() -> JsonResponse:
