@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class ProvidersConfig(AppConfig):
     name = "providers"
     verbose_name = "Provider catalog"
+
+    def ready(self) -> None:
+        # Catalog edits are pushed to every gateway process (docs/operations.md).
+        from uberllm import events
+
+        events.connect_signals()

@@ -37,6 +37,18 @@ def check_redis() -> tuple[bool, str]:
     return True, "ping ok"
 
 
+def check_events() -> tuple[bool, str]:
+    """The change listener is subscribed (started here if it was not). Never fails
+    readiness: without it, changes still arrive within the cache TTLs."""
+    from uberllm import events
+
+    if not events.start_listener():
+        return True, "in-process (no Redis)"
+    if events.wait_listening(0.5):
+        return True, "subscribed"
+    return True, "not subscribed yet (changes arrive within the cache TTLs)"
+
+
 def check_migrations() -> tuple[bool, str]:
     global _migrations_applied
     if _migrations_applied:
@@ -63,6 +75,7 @@ def check_catalog() -> tuple[bool, str]:
 CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {
     "database": check_database,
     "redis": check_redis,
+    "events": check_events,
     "migrations": check_migrations,
     "catalog": check_catalog,
 }

@@ -19,7 +19,7 @@ def test_ready_with_every_check_detailed(gateway):
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["ok"] is True
-    assert set(body["checks"]) == {"database", "redis", "migrations", "catalog"}
+    assert set(body["checks"]) == {"database", "redis", "events", "migrations", "catalog"}
     assert all(check["ok"] for check in body["checks"].values())
     assert body["checks"]["catalog"]["detail"] == "1 models, 3 enabled endpoints"
 
