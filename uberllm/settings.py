@@ -207,6 +207,8 @@ UBERLLM = {
     "PROBE_SIZES": env.list("UBERLLM_PROBE_SIZES", cast=int, default=[20_000, 60_000, 150_000]),
     "PROBE_CONCURRENCY": env.int("UBERLLM_PROBE_CONCURRENCY", default=4),
     "PROBE_TIMEOUT_S": env.float("UBERLLM_PROBE_TIMEOUT_S", default=90.0),
+    # Retention: probe results are kept this many days (speed samples: SPEED_MAX_AGE_S).
+    "PROBE_RESULT_MAX_AGE_DAYS": env.int("UBERLLM_PROBE_RESULT_MAX_AGE_DAYS", default=30),
     # The reconciler closes Activity rows still pending after this long (a crashed process).
     "RECONCILE_AFTER_S": env.float("UBERLLM_RECONCILE_AFTER_S", default=3600.0),
     # In-process caches in front of the shared stores (seconds).
@@ -229,6 +231,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "routing.probe_endpoints",
         "schedule": UBERLLM["PROBE_PERIOD_S"],
         "options": {"expires": UBERLLM["PROBE_PERIOD_S"]},
+    },
+    # Retention: speed samples past SPEED_MAX_AGE_S, old probe results (batched deletes).
+    "prune-history": {
+        "task": "routing.prune_history",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
     },
     # Ledger: close rows a crashed gateway process left pending.
     "activity-reconcile": {
