@@ -54,13 +54,19 @@ def api_key_create(*, organisation: Organisation, name: str) -> tuple[ApiKey, st
     return api_key, plaintext
 
 
-def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
-    from .auth import forget_cached_key
+def _publish_key_changed(api_key: ApiKey) -> None:
+    """Drop the key from every gateway process's caches (this one at once, the others
+    within a second through Redis pub/sub; within the cache TTL if Redis is down)."""
+    from uberllm.events import API_KEY_CHANGED, publish_on_commit
 
+    publish_on_commit(API_KEY_CHANGED, {"prefix": api_key.prefix, "api_key_id": api_key.id})
+
+
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
     if api_key.revoked_at is None:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at"])
-    forget_cached_key(api_key.prefix)
+    _publish_key_changed(api_key)
     return api_key
 
 
@@ -100,13 +106,10 @@ def membership_remove(*, membership: Membership) -> None:
 
 def api_key_set_monthly_limit(*, api_key: ApiKey, limit_usd) -> ApiKey:
     """Set (or clear, with None) a key's monthly spend limit in USD. The gateway's key
-    cache is dropped so this process enforces the new limit at once (others within
-    ``API_KEY_CACHE_TTL_S``)."""
-    from .auth import forget_cached_key
-
+    and spend caches are dropped in every process (``_publish_key_changed``)."""
     api_key.monthly_limit_usd = limit_usd
     api_key.save(update_fields=["monthly_limit_usd"])
-    forget_cached_key(api_key.prefix)
+    _publish_key_changed(api_key)
     return api_key
 
 

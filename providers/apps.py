@@ -7,3 +7,8 @@ class ProvidersConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401 (registers the system checks)
+
+        # Catalog edits are pushed to every gateway process (docs/operations.md).
+        from uberllm import events
+
+        events.connect_signals()

@@ -8,7 +8,8 @@ so a slowdown at one size moves long prompts away within one cycle while a lone 
 does not. Each probe's prompt starts with a fresh nonce, so no provider can answer it from its
 prompt cache. Probes run with bounded concurrency and a timeout each; a cycle is
 identified by ``floor(now / period)`` and (cycle, endpoint, size) is unique, so a cycle
-run twice (beat restarted, task redelivered) probes nothing twice. Their cost is
+run twice (beat restarted, task redelivered) probes nothing twice. A cycle is one Celery
+task per endpoint (routing.tasks), so no task runs much longer than one probe. Their cost is
 platform cost, recorded on ProbeResult and never billed to a customer.
 """
 
@@ -18,12 +19,14 @@ import asyncio
 import secrets
 import time
 from dataclasses import dataclass
+from decimal import Decimal
 
 import orjson
 from django.conf import settings
 
 from billing.pricing import call_cost
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
+from uberllm import metrics
 from uberllm.aio import db_call, drain_background
 
 from .catalog import EndpointRoute, load_catalog
@@ -54,17 +57,24 @@ def current_cycle(now: float | None = None) -> int:
     return int((now or time.time()) // settings.UBERLLM["PROBE_PERIOD_S"])
 
 
-def probe_targets(cycle: int) -> list[ProbeTarget]:
-    """Every (endpoint, size) still to probe in this cycle."""
+def probe_targets(cycle: int, endpoint_id: int | None = None) -> list[ProbeTarget]:
+    """Every (endpoint, size) still to probe in this cycle (of one endpoint, if given)."""
     done = set(ProbeResult.objects.filter(cycle=cycle).values_list("endpoint_id", "prompt_tokens"))
     targets = []
     for slug, model in load_catalog().items():
         for route in model.endpoints:
+            if endpoint_id is not None and route.endpoint_id != endpoint_id:
+                continue
             for size in settings.UBERLLM["PROBE_SIZES"]:
                 fits = size + 1 <= route.info.context_length
                 if fits and (route.endpoint_id, size) not in done:
                     targets.append(ProbeTarget(slug, route, size))
     return targets
+
+
+def probe_endpoint_ids(cycle: int) -> list[int]:
+    """The endpoints with something left to probe in this cycle (one task each)."""
+    return sorted({target.route.endpoint_id for target in probe_targets(cycle)})
 
 
 async def _time_first_token(target: ProbeTarget) -> float:
@@ -87,7 +97,7 @@ async def _time_first_token(target: ProbeTarget) -> float:
 
 def _record(
     cycle: int, target: ProbeTarget, ttfts: list[float], status: str, error: str, restart: bool
-) -> None:
+) -> Decimal:
     """One ProbeResult (the median of the probe and its confirmations) and a speed sample
     per probe; with ``restart``, the oldest new sample restarts the bucket's window."""
     ttft_ms = int(sorted(ttfts)[len(ttfts) // 2] * 1000) if ttfts else None
@@ -110,6 +120,7 @@ def _record(
         )
         for index, ttft in enumerate(ttfts)
     )
+    return cost
 
 
 def _typical_now(target: ProbeTarget) -> float | None:
@@ -139,23 +150,29 @@ async def _probe(cycle: int, target: ProbeTarget, limit: asyncio.Semaphore) -> s
             status = "failed"
             error = getattr(exc, "message", "") or "probe timed out"
             await mark_unusable_now(target.route.endpoint_id)
-        await db_call(_record)(cycle, target, ttfts, status, error, restart)
+            metrics.observe_unusable_mark(target.route.provider_slug)
+        cost = await db_call(_record)(cycle, target, ttfts, status, error, restart)
+        metrics.observe_probe(target.route.provider_slug, status, float(cost))
         return status
 
 
-async def probe_cycle(cycle: int | None = None) -> dict[str, int]:
-    """Run (the rest of) one probe cycle; returns counts by status."""
+async def probe_cycle(cycle: int | None = None, endpoint_id: int | None = None) -> dict[str, int]:
+    """Run (the rest of) one probe cycle, of every endpoint or of one; returns counts by
+    status. One endpoint's sizes run concurrently, so its run lasts about its slowest
+    probe (with confirmations), at most ``PROBE_TIMEOUT_S``."""
     cycle = current_cycle() if cycle is None else cycle
-    targets = await db_call(probe_targets)(cycle)
+    targets = await db_call(probe_targets)(cycle, endpoint_id)
     limit = asyncio.Semaphore(settings.UBERLLM["PROBE_CONCURRENCY"])
     statuses = await asyncio.gather(*(_probe(cycle, t, limit) for t in targets))
     return {status: statuses.count(status) for status in set(statuses)}
 
 
-async def probe_cycle_once(cycle: int | None = None) -> dict[str, int]:
+async def probe_cycle_once(
+    cycle: int | None = None, endpoint_id: int | None = None
+) -> dict[str, int]:
     """``probe_cycle`` on a loop of its own (a Celery task): cleans up before it ends."""
     try:
-        return await probe_cycle(cycle)
+        return await probe_cycle(cycle, endpoint_id)
     finally:
         await drain_background()
         await close_client()

@@ -5,14 +5,46 @@ from __future__ import annotations
 import asyncio
 
 from celery import shared_task
+from django.conf import settings
+
+# A per-endpoint probe task ends within PROBE_TIMEOUT_S (the probes' own timeout) plus
+# its database writes; its Celery limits sit this far above, so they never fire first.
+PROBE_TASK_MARGIN_S = 30.0
 
 
 @shared_task(name="routing.probe_endpoints")
-def probe_endpoints_task(cycle: int | None = None) -> dict[str, int]:
-    """R5: probe every enabled endpoint at each probe size (idempotent per cycle)."""
+def probe_endpoints_task(cycle: int | None = None) -> int:
+    """R5, every PROBE_PERIOD_S (beat): one ``routing.probe_endpoint`` task per endpoint
+    with probes left in this cycle. Returns how many were queued."""
+    from .probes import current_cycle, probe_endpoint_ids
+
+    cycle = current_cycle() if cycle is None else cycle
+    timeout = settings.UBERLLM["PROBE_TIMEOUT_S"]
+    endpoint_ids = probe_endpoint_ids(cycle)
+    for endpoint_id in endpoint_ids:
+        probe_endpoint_task.apply_async(
+            kwargs={"cycle": cycle, "endpoint_id": endpoint_id},
+            expires=settings.UBERLLM["PROBE_PERIOD_S"],
+            soft_time_limit=timeout + PROBE_TASK_MARGIN_S,
+            time_limit=timeout + 2 * PROBE_TASK_MARGIN_S,
+        )
+    return len(endpoint_ids)
+
+
+@shared_task(name="routing.probe_endpoint")
+def probe_endpoint_task(cycle: int, endpoint_id: int) -> dict[str, int]:
+    """Probe one endpoint at every probe size (idempotent per cycle); counts by status."""
     from .probes import probe_cycle_once
 
-    return asyncio.run(probe_cycle_once(cycle))
+    return asyncio.run(probe_cycle_once(cycle, endpoint_id))
+
+
+@shared_task(name="routing.prune_history")
+def prune_history_task() -> dict[str, int]:
+    """Retention: speed samples past SPEED_MAX_AGE_S, probe results past their age."""
+    from .services import history_prune
+
+    return history_prune()
 
 
 @shared_task(name="routing.hedge_budget_open_day")

@@ -206,10 +206,11 @@ def database_url() -> str:
 class SubprocessGateway:
     """A second gateway in its own process (its own memory) on the same shared stores."""
 
-    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, *, workers: int = 1, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.proc = None
-        self.extra_env = extra_env or {}
+        self.workers = workers
+        self.extra_env = env or {}
 
     @property
     def api_url(self) -> str:
@@ -234,7 +235,7 @@ class SubprocessGateway:
         }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "uberllm.asgi:application", "--port",
-             str(self.port), "--log-level", "warning"],
+             str(self.port), "--log-level", "warning", "--workers", str(self.workers)],
             env=env, cwd=settings.BASE_DIR,
         )  # fmt: skip
         deadline = time.monotonic() + 20

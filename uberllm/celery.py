@@ -9,3 +9,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
 app = Celery("uberllm")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Task runs, failures and durations as Prometheus metrics (uberllm.metrics).
+from uberllm.metrics import connect_celery_signals  # noqa: E402
+
+connect_celery_signals()

@@ -12,6 +12,8 @@ from pathlib import Path
 import environ
 from celery.schedules import crontab
 
+from uberllm.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 VAR_DIR.mkdir(exist_ok=True)
@@ -80,6 +82,11 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'd
 # per request (docs/benchmarks.md). Health checks drop a broken one before use.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if "postgresql" in DATABASES["default"]["ENGINE"]:
+    # An unreachable server fails a request (and /readyz) in seconds, not minutes.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT_S", default=5)
+    )
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL, a busy timeout and IMMEDIATE transactions let the gateway's writer threads,
     # the worker and beat share the file without "database is locked".
@@ -219,12 +226,11 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="WARNING")},
-}
+# LOG_FORMAT=json (one JSON object a line, for a log pipeline) or text (for a terminal);
+# both carry the request's generation id (uberllm/logs.py, docs/operations.md).
+LOG_FORMAT = env("LOG_FORMAT", default="text")
+LOGGING = logging_config(LOG_FORMAT, env("LOG_LEVEL", default="WARNING"))
+
 
 # --- UberLLM product settings (fixed waits of the product are settings, so tests are fast)
 UBERLLM = {
@@ -275,6 +281,8 @@ UBERLLM = {
     "PROBE_SIZES": env.list("UBERLLM_PROBE_SIZES", cast=int, default=[20_000, 60_000, 150_000]),
     "PROBE_CONCURRENCY": env.int("UBERLLM_PROBE_CONCURRENCY", default=4),
     "PROBE_TIMEOUT_S": env.float("UBERLLM_PROBE_TIMEOUT_S", default=90.0),
+    # Retention: probe results are kept this many days (speed samples: SPEED_MAX_AGE_S).
+    "PROBE_RESULT_MAX_AGE_DAYS": env.int("UBERLLM_PROBE_RESULT_MAX_AGE_DAYS", default=30),
     # The reconciler closes Activity rows still pending after this long (a crashed process).
     "RECONCILE_AFTER_S": env.float("UBERLLM_RECONCILE_AFTER_S", default=3600.0),
     # In-process caches in front of the shared stores (seconds).
@@ -291,6 +299,8 @@ UBERLLM = {
     "CREDENTIAL_KEYS": env.list("UBERLLM_CREDENTIAL_KEYS", default=[]),
     # How long an invitation link to join an organisation stays valid (hours).
     "INVITATION_MAX_AGE_H": env.float("UBERLLM_INVITATION_MAX_AGE_H", default=72.0),
+    # Bearer token a Prometheus scraper sends to /metrics; empty: /metrics answers 404.
+    "METRICS_TOKEN": env("UBERLLM_METRICS_TOKEN", default=""),
 }
 
 # Celery beat: crontab/interval entries expire after one period, so a late run (beat or
@@ -301,6 +311,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "routing.probe_endpoints",
         "schedule": UBERLLM["PROBE_PERIOD_S"],
         "options": {"expires": UBERLLM["PROBE_PERIOD_S"]},
+    },
+    # Retention: speed samples past SPEED_MAX_AGE_S, old probe results (batched deletes).
+    "prune-history": {
+        "task": "routing.prune_history",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
     },
     # Ledger: close rows a crashed gateway process left pending.
     "activity-reconcile": {

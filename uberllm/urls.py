@@ -1,15 +1,13 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.views import serve as serve_static
-from django.http import FileResponse, HttpResponse, JsonResponse
+from django.http import FileResponse, HttpResponse
 from django.urls import include, path, re_path
 from django.views import defaults
 
 from routing.views import api_not_found, api_server_error
 
-
-def healthz(request):
-    return JsonResponse({"ok": True})
+from . import views as ops_views
 
 
 def static_file(request, path: str) -> HttpResponse:
@@ -31,7 +29,9 @@ urlpatterns = [
     re_path(r"^api/", api_not_found),  # every unknown /api/ path answers JSON
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("healthz", healthz),
+    path("healthz", ops_views.healthz),
+    path("readyz", ops_views.readyz),
+    path("metrics", ops_views.metrics),
     # The few static files (admin CSS, Chart.js) served by Django itself, from the
     # finders: no collectstatic step, no sync-only middleware in the chain.
     re_path(r"^static/(?P<path>.+)$", static_file),

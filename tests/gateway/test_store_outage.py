@@ -76,7 +76,7 @@ class PrivateRedis:
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 def test_redis_stopped_calls_still_served_and_learning_catches_up(market, tenant, emulator):
     redis_server = PrivateRedis().start()
-    gateway = SubprocessGateway(extra_env={"REDIS_URL": redis_server.url,
+    gateway = SubprocessGateway(env={"REDIS_URL": redis_server.url,
                                            "UBERLLM_SHARED_KEY_PREFIX": "outage"})  # fmt: skip
     gateway.start()
     try:

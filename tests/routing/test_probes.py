@@ -9,7 +9,8 @@ import pytest
 from django.conf import settings
 
 from routing.models import ProbeResult, SpeedSample
-from routing.tasks import probe_endpoints_task
+from routing.tasks import probe_endpoint_task, probe_endpoints_task
+from uberllm.celery import app as celery_app
 
 from ..support import database_url
 from .test_smart_live import LONG, SHORT, _served, fresh
@@ -28,9 +29,20 @@ def probe_settings():
     conf.update(saved)
 
 
+def run_cycle(cycle: int) -> dict[str, int]:
+    """The beat task, its per-endpoint tasks run inline (eager); counts by status."""
+    celery_app.conf.task_always_eager = True
+    try:
+        queued = probe_endpoints_task(cycle=cycle)
+    finally:
+        celery_app.conf.task_always_eager = False
+    statuses = list(ProbeResult.objects.filter(cycle=cycle).values_list("status", flat=True))
+    return {"queued": queued} | {status: statuses.count(status) for status in set(statuses)}
+
+
 def test_probe_cycle_records_samples_per_size_and_is_idempotent(market, emulator, probe_settings):
-    counts = probe_endpoints_task(cycle=1)
-    assert counts == {"ok": 9}  # 3 endpoints x 3 sizes
+    counts = run_cycle(1)
+    assert counts == {"queued": 3, "ok": 9}  # one task per endpoint; 3 endpoints x 3 sizes
     rows = ProbeResult.objects.filter(cycle=1)
     assert sorted({r.prompt_tokens for r in rows}) == SIZES
     assert all(r.cost_usd > 0 and r.ttft_ms is not None for r in rows)
@@ -39,14 +51,15 @@ def test_probe_cycle_records_samples_per_size_and_is_idempotent(market, emulator
     log = emulator.log()
     assert {r["max_tokens"] for r in log} == {1} and all(r["stream"] for r in log)
     assert all(r["cached_tokens"] == 0 for r in log)  # every probe prompt is new
-    assert probe_endpoints_task(cycle=1) == {}  # the same cycle again probes nothing
+    assert probe_endpoints_task(cycle=1) == 0  # the same cycle again queues nothing
+    assert probe_endpoint_task(cycle=1, endpoint_id=market["alpha"].id) == {}
     assert ProbeResult.objects.count() == 9 and len(emulator.log()) == 9
 
 
 def test_probe_skips_sizes_above_context_length(market, emulator, probe_settings):
     market["charlie"].context_length = 100_000
     market["charlie"].save()
-    probe_endpoints_task(cycle=2)
+    run_cycle(2)
     sizes = set(ProbeResult.objects.filter(endpoint=market["charlie"]).values_list(
         "prompt_tokens", flat=True))  # fmt: skip
     assert sizes == {2_000, 40_000}
@@ -62,7 +75,7 @@ def test_slowdown_at_one_size_moves_only_long_prompts(client, emulator, probe_se
     # alpha now prefills 10x slower, but only above 30k tokens (~1.6 s at 40k).
     emulator.control("alpha", slow_above_tokens=30_000, slow_factor=10.0,
                      prefill_tokens_per_s=250_000)  # fmt: skip
-    probe_endpoints_task(cycle=10)  # one cycle: the slow probe is confirmed at once
+    run_cycle(10)  # one cycle: the slow probe is confirmed at once
     alpha = ProbeResult.objects.get(cycle=10, endpoint__provider__slug="alpha")
     assert SpeedSample.objects.filter(endpoint__provider__slug="alpha", is_probe=True,
                                       restarts_window=True).count() == 1  # fmt: skip
@@ -87,7 +100,7 @@ def test_a_lone_stall_in_a_probe_does_not_restart_the_window(client, emulator, p
 
     thread = threading.Thread(target=unstall)
     thread.start()
-    probe_endpoints_task(cycle=20)
+    run_cycle(20)
     thread.join()
     assert SpeedSample.objects.filter(endpoint__provider__slug="alpha", is_probe=True).count() == 3
     assert not SpeedSample.objects.filter(restarts_window=True).exists()
@@ -108,7 +121,7 @@ def test_probe_task_through_a_real_celery_worker(market, emulator, probe_setting
     )  # fmt: skip
     try:
         probe_endpoints_task.apply_async(kwargs={"cycle": 99})
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 60  # the worker runs the fan-out, then 3 tasks
         while ProbeResult.objects.filter(cycle=99).count() < 3:
             assert time.monotonic() < deadline, "the worker did not run the probe task"
             assert worker.poll() is None, "the worker died"

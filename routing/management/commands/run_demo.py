@@ -8,6 +8,7 @@ together on exit.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,15 @@ EMULATOR_PROFILES = "providers/fixtures/emulator_demo.json"
 def _gateway_workers() -> int:
     # Without Redis the shared routing state is per process: one gateway process.
     return max(2, os.cpu_count() or 1) if settings.REDIS_URL else 1
+
+
+def metrics_env() -> dict[str, str]:
+    """A fresh Prometheus multiprocess folder for this run (stale files of a previous
+    run would otherwise be summed in), shared by the gateway workers and Celery."""
+    folder = settings.VAR_DIR / "prometheus" / "demo"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return {"PROMETHEUS_MULTIPROC_DIR": str(folder)}
 
 
 class Command(BaseCommand):
@@ -92,7 +102,7 @@ class Command(BaseCommand):
         settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True
         emulator_url = f"http://127.0.0.1:{options['emulator_port']}"
         call_command("seed_demo", emulator_url=emulator_url)
-        procs = self._processes(options, dict(os.environ))
+        procs = self._processes(options, {**os.environ, **metrics_env()})
         self.stdout.write(
             self.style.SUCCESS(
                 f"\nUberLLM is up: API http://127.0.0.1:{options['port']}/api/v1 "
