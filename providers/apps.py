@@ -6,9 +6,9 @@ class ProvidersConfig(AppConfig):
     verbose_name = "Provider catalog"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401 (registers the system checks)
-
         # Catalog edits are pushed to every gateway process (docs/operations.md).
         from uberllm import events
+
+        from . import checks  # noqa: F401 (registers the system checks)
 
         events.connect_signals()

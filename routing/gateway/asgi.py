@@ -19,6 +19,8 @@ from typing import Any
 from django.conf import settings
 
 from billing.auth import KeyPrincipal
+from uberllm import events, metrics
+from uberllm.logs import bind_generation_id
 
 from ..errors import GatewayError
 from .accept import accept, require_key
@@ -101,12 +103,18 @@ async def _watch_disconnect(receive, task: asyncio.Task, out: Responder) -> None
 class ChatApp:
     """ASGI app for ``POST /api/v1/chat/completions``."""
 
+    listening = False
+
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
+        if not ChatApp.listening:  # change propagation (uberllm.events), once per process
+            ChatApp.listening = True
+            events.start_listener()
         out = Responder(send)
         if scope["method"] != "POST":
             await out.error(GatewayError(405, "Use POST.", allow="POST"))
             return
         if not admission.try_enter():
+            metrics.set_inflight(admission.in_flight)
             error = GatewayError(503, "The gateway is at capacity; retry shortly.",
                                  code="overloaded", retry_after_s=1)  # fmt: skip
             await out.error(error)
@@ -133,6 +141,8 @@ class ChatApp:
             await out.error(exc)
             return
         start(accepted)
+        bind_generation_id(accepted.request_id)
+        metrics.set_inflight(admission.in_flight)
         task = asyncio.current_task()
         assert task is not None
         watcher = asyncio.ensure_future(_watch_disconnect(receive, task, out))

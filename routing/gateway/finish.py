@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from billing.ledger import CallResult, OpenRow
-from billing.ledger_writer import queue_finish, queue_open
+from billing.ledger_writer import ledger_writer, queue_finish, queue_open
+from uberllm import metrics
 
 from .accept import Accepted
 
@@ -76,5 +77,27 @@ def call_result(accepted: Accepted, outcome: Outcome, call: LiveCall) -> CallRes
 
 
 def finish(accepted: Accepted, outcome: Outcome, call: LiveCall) -> None:
-    """Write the outcome (once; the writer retries while the database is away)."""
-    queue_finish(open_row(accepted), call_result(accepted, outcome, call))
+    """Write the outcome (once; the writer retries while the database is away) and
+    record the call's metrics."""
+    result = call_result(accepted, outcome, call)
+    queue_finish(open_row(accepted), result)
+    _observe(accepted, result, call)
+
+
+def _observe(accepted: Accepted, result: CallResult, call: LiveCall) -> None:
+    attempts = result.attempts
+    for attempt in attempts:
+        metrics.observe_upstream_attempt(attempt.provider_slug, attempt.outcome)
+    hedge_legs = [a for a in attempts if a.hedge_leg]
+    metrics.observe_call(
+        model=accepted.model.info.slug, provider=result.provider_slug or None,
+        status=result.status, protocol="stream" if accepted.chat.stream else "json",
+        bucket=accepted.plan.bucket,
+        ttft_s=result.ttft_ms / 1000 if result.ttft_ms is not None else None,
+        total_s=(result.total_ms or 0) / 1000, attempts=len(attempts),
+        retries=sum(1 for a in attempts if not a.hedge_leg) - 1 if attempts else 0,
+        hedged=result.hedged, hedge_won=any(a.outcome == "success" for a in hedge_legs),
+        cancelled=result.status == "cancelled", cost_usd=float(result.cost_usd),
+        platform_cost_usd=float(result.hedge_cost_usd),
+    )  # fmt: skip
+    metrics.set_queue_size("ledger", ledger_writer.pending())
