@@ -16,7 +16,9 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
 
-from channels.routing import ProtocolTypeRouter
+from channels.auth import AuthMiddlewareStack
+from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
 from django.core.asgi import get_asgi_application
 from django.core.handlers.asgi import ASGIHandler
 from django.test.utils import override_settings
@@ -61,4 +63,14 @@ async def http_app(scope, receive, send) -> None:
     await app(scope, receive, send)
 
 
-application = ProtocolTypeRouter({"http": http_app})
+from billing.routing import websocket_urlpatterns  # noqa: E402  (needs Django set up)
+
+application = ProtocolTypeRouter(
+    {
+        "http": http_app,
+        # Live Activity updates (billing/consumers.py): session-authenticated, same origin.
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -6,7 +6,7 @@ from .activity import activity_csv_view, activity_detail_view, activity_list_vie
 from .common import organisation_required, owner_required
 from .keys import api_key_limit_view, api_key_revoke_view, api_keys_view
 from .members import member_remove_view, member_role_view, members_view
-from .usage import usage_view
+from .usage import usage_csv_view, usage_view
 
 __all__ = [
     "activity_csv_view",
@@ -20,5 +20,6 @@ __all__ = [
     "members_view",
     "organisation_required",
     "owner_required",
+    "usage_csv_view",
     "usage_view",
 ]
