@@ -1,9 +1,10 @@
 from django.contrib import admin
 
+from .admin_tools import CompactEndpointInlineMixin, EndpointToolsMixin, ModelPriceMixin
 from .models import Endpoint, Model, Provider
 
 
-class EndpointInline(admin.TabularInline):
+class EndpointInline(CompactEndpointInlineMixin, admin.TabularInline):
     model = Endpoint
     extra = 0
     fields = (
@@ -13,7 +14,7 @@ class EndpointInline(admin.TabularInline):
 
 
 @admin.register(Model)
-class ModelAdmin(admin.ModelAdmin):
+class ModelAdmin(ModelPriceMixin, admin.ModelAdmin):
     list_display = ("slug", "name", "list_price_input", "list_price_output", "context_length")
     search_fields = ("slug", "name")
     inlines = [EndpointInline]
@@ -26,7 +27,7 @@ class ProviderAdmin(admin.ModelAdmin):
 
 
 @admin.register(Endpoint)
-class EndpointAdmin(admin.ModelAdmin):
+class EndpointAdmin(EndpointToolsMixin, admin.ModelAdmin):
     list_display = (
         "model", "provider", "price_input", "price_cache_read", "price_output",
         "context_length", "enabled",

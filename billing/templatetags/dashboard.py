@@ -69,3 +69,9 @@ def savings_text(savings) -> str:
             amount = usd_short(-savings.vs_cheapest)
             parts.append(f"{amount} above the cheapest-input route (paid for speed)")
     return " / ".join(parts) or "—"
+
+
+@register.filter
+def share(value) -> str:
+    """A fraction as a percentage: 0.125 -> 12.5%."""
+    return "—" if value is None else f"{value:.1%}"
