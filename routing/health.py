@@ -99,8 +99,7 @@ def unusable_mark(endpoint_id: int) -> UnusableMark:
     except Exception as exc:  # the page still shows everything else
         return UnusableMark(until=None, strikes=0, why=f"shared store unavailable: {exc}")
     last = (
-        Attempt.objects.filter(endpoint_id=endpoint_id)
-        .exclude(outcome__in=("success", "hedge_lost", "cancelled", "pending"))
+        Attempt.objects.filter(endpoint_id=endpoint_id, outcome__endswith="_error")
         .order_by("-id")
         .first()
     )
