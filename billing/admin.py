@@ -6,7 +6,15 @@ from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from .models import Activity, ApiKey, Attempt, Membership, Organisation
+from .models import (
+    Activity,
+    ApiKey,
+    Attempt,
+    Membership,
+    Organisation,
+    PriceChange,
+    RejectedRequest,
+)
 from .selectors import month_start, organisation_spend
 from .templatetags.dashboard import usd
 
@@ -92,7 +100,7 @@ class AttemptInline(admin.TabularInline):
 @admin.register(Activity)
 class ActivityAdmin(admin.ModelAdmin):
     list_display = (
-        "request_id", "organisation", "model_slug", "provider_slug", "status", "cost_usd",
+        "request_id", "organisation", "model_slug", "provider_slug", "status", "cost",
         "ttft_ms", "total_ms", "created_at",
     )  # fmt: skip
     list_filter = ("status", "organisation", "provider_slug")
@@ -100,3 +108,41 @@ class ActivityAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+    @admin.display(description="cost (USD)", ordering="cost_usd")
+    def cost(self, obj: Activity) -> str:
+        return usd(obj.cost_usd)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(RejectedRequest)
+class RejectedRequestAdmin(ReadOnlyAdmin):
+    """Chat requests refused with a 4xx before any upstream call."""
+
+    list_display = ("created_at", "organisation", "api_key", "http_status", "code", "model_slug")
+    list_filter = ("http_status", "code", "organisation")
+    search_fields = ("message", "model_slug")
+
+
+@admin.register(PriceChange)
+class PriceChangeAdmin(ReadOnlyAdmin):
+    """Every catalog price change (USD per 1M tokens), with who and when."""
+
+    list_display = ("changed_at", "endpoint", "model", "field", "old", "new", "changed_by")
+    list_filter = ("field", "endpoint__provider", "endpoint__model", "model")
+    list_select_related = ("endpoint__provider", "endpoint__model", "model")
+
+    @admin.display(description="from ($/1M)")
+    def old(self, obj: PriceChange) -> str:
+        return "—" if obj.old_price is None else f"${obj.old_price.normalize():f}"
+
+    @admin.display(description="to ($/1M)")
+    def new(self, obj: PriceChange) -> str:
+        return f"${obj.new_price.normalize():f}"

@@ -1,6 +1,16 @@
-"""The customer's ledger over the API (API-key authenticated, scoped to its organisation)."""
+"""The customer's ledger over the API (API-key authenticated, scoped to its organisation).
+
+Money is a JSON string holding the exact decimal without trailing zeros
+(``"0.00002019"``): floats would round, and a fixed 10-place string reads as noise.
+Listings are cursor-paginated, newest first: ``next_cursor`` is opaque, pass it back
+as ``cursor`` while ``has_more`` is true.
+"""
 
 from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
 
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -10,8 +20,17 @@ from rest_framework.views import APIView
 from . import selectors
 from .drf import ApiKeyAuthentication
 from .forms import ActivityFilterForm
+from .money import decimal_str
 
-MAX_ROWS = 500
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 500
+
+
+class MoneyField(serializers.Field):
+    """A Decimal as its exact string without trailing zeros; null stays null."""
+
+    def to_representation(self, value) -> str:
+        return decimal_str(value)
 
 
 class ActivityRowSerializer(serializers.Serializer):
@@ -24,35 +43,79 @@ class ActivityRowSerializer(serializers.Serializer):
     tokens_prompt = serializers.IntegerField(source="prompt_tokens")
     tokens_cached = serializers.IntegerField(source="cached_tokens")
     tokens_completion = serializers.IntegerField(source="completion_tokens")
-    total_cost = serializers.DecimalField(source="cost_usd", max_digits=20, decimal_places=10)
+    total_cost = MoneyField(source="cost_usd")
+    list_price_cost = MoneyField(source="list_cost_usd", allow_null=True)
+    cheapest_input_route_cost = MoneyField(source="cheapest_cost_usd", allow_null=True)
     ttft_ms = serializers.IntegerField(allow_null=True)
     latency_ms = serializers.IntegerField(source="total_ms", allow_null=True)
     hedged = serializers.BooleanField()
 
 
+def encode_cursor(created_at: datetime, pk: int) -> str:
+    raw = f"{created_at.isoformat()}|{pk}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    """The (created_at, id) a cursor points after; ValidationError if it is not ours."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created_at, pk = raw.rsplit("|", 1)
+        return datetime.fromisoformat(created_at), int(pk)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise ValidationError({"cursor": ["Invalid cursor: pass back a next_cursor."]}) from None
+
+
+def _limit(value: str | None) -> int:
+    if value in (None, ""):
+        return DEFAULT_LIMIT
+    try:
+        limit = int(value)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValidationError({"limit": [f"Enter a whole number from 1 to {MAX_LIMIT}."]})
+    return limit
+
+
 class ActivityListApi(APIView):
-    """GET /api/v1/activity: the organisation's calls (newest first, at most 500) and the
-    totals of every call the filters select (the same filters as the dashboard)."""
+    """GET /api/v1/activity: the organisation's calls, newest first, ``limit`` (1-500,
+    default 100) per page with ``cursor`` pagination, and the totals of every call the
+    filters select (the dashboard's filters: date_from, date_to, model, provider,
+    api_key, status, request_id)."""
 
     authentication_classes = [ApiKeyAuthentication]
 
     def get(self, request):
         organisation_id = request.auth.organisation_id
-        form = ActivityFilterForm(request.query_params, organisation_id=organisation_id)
+        params = request.query_params
+        form = ActivityFilterForm(params, organisation_id=organisation_id)
         if not form.is_valid():
             raise ValidationError(form.errors.get_json_data())
+        limit = _limit(params.get("limit"))
+        after = decode_cursor(params["cursor"]) if params.get("cursor") else None
         queryset = selectors.activity_list(organisation_id=organisation_id, filters=form.filters())
+        rows, has_more = selectors.activity_page_after(queryset, after=after, limit=limit)
         totals = selectors.activity_totals(queryset)
-        rows = ActivityRowSerializer(queryset[:MAX_ROWS], many=True).data
+        savings = totals["savings"]
+        last = rows[-1] if rows else None
         return Response(
             {
-                "data": rows,
+                "data": ActivityRowSerializer(rows, many=True).data,
+                "has_more": has_more,
+                "next_cursor": encode_cursor(last.created_at, last.id) if has_more else None,
                 "totals": {
                     "calls": totals["calls"],
-                    "total_cost": str(totals["cost"]),
+                    "total_cost": decimal_str(totals["cost"]),
+                    "saved_vs_list": _money_or_none(savings.vs_list),
+                    "saved_vs_cheapest_input_route": _money_or_none(savings.vs_cheapest),
                     "tokens_prompt": totals["prompt"],
                     "tokens_cached": totals["cached"],
                     "tokens_completion": totals["completion"],
                 },
             }
         )
+
+
+def _money_or_none(value) -> str | None:
+    return None if value is None else decimal_str(value)

@@ -23,13 +23,37 @@ class ApiKeyAuthentication(BaseAuthentication):
         return "Bearer"
 
 
+def _first_error(data) -> tuple[str, str | None, str]:
+    """(message, param, code) of a DRF error body: a detail, a list, or field errors
+    (as DRF's ErrorDetail or as Django's ``get_json_data()`` dicts)."""
+    if isinstance(data, dict):
+        if "detail" in data:
+            detail = data["detail"]
+            return str(detail), None, getattr(detail, "code", None) or "error"
+        for field, errors in data.items():
+            message, _, code = _first_error(errors)
+            param = None if field == "__all__" else field
+            return (f"{field}: {message}" if param else message), param, code
+    if isinstance(data, list) and data:
+        first = data[0]
+        if isinstance(first, dict) and "message" in first:  # Django's get_json_data()
+            return str(first["message"]), None, first.get("code") or "invalid"
+        return _first_error(first)
+    return str(data), None, getattr(data, "code", None) or "error"
+
+
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+               403: "permission_error", 404: "not_found_error"}  # fmt: skip
+
+
 def openai_exception_handler(exc, context):
-    """Wrap DRF errors as ``{"error": {"message", "type", "code", "param"}}``."""
+    """Wrap DRF errors as ``{"error": {"message", "type", "code", "param"}}``, the first
+    field error in plain words (never a Python repr)."""
     response = exception_handler(exc, context)
     if response is None:
         return None
-    detail = response.data.get("detail") if isinstance(response.data, dict) else None
-    message = str(detail) if detail else str(response.data)
-    code = getattr(detail, "code", None) or "error"
-    response.data = {"error": {"message": message, "type": code, "code": code, "param": None}}
+    message, param, code = _first_error(response.data)
+    error_type = ERROR_TYPES.get(response.status_code, "api_error")
+    response.data = {"error": {"message": message, "type": error_type, "code": code,
+                               "param": param}}  # fmt: skip
     return response

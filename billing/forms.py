@@ -29,6 +29,10 @@ def _date_field(label: str) -> forms.DateField:
     )
 
 
+# The "status" that lists refused requests (billing.RejectedRequest) instead of calls.
+REJECTED = "rejected"
+
+
 class ActivityFilterForm(forms.Form):
     """GET filters of the Activity page and its CSV export. Choices come from the
     organisation's own data, so another organisation's key id is simply invalid."""
@@ -41,7 +45,8 @@ class ActivityFilterForm(forms.Form):
         queryset=None, required=False, label="API key", empty_label="All keys"
     )
     status = forms.ChoiceField(
-        required=False, choices=[("", "All statuses"), *Activity.Status.choices]
+        required=False,
+        choices=[("", "All statuses"), *Activity.Status.choices, (REJECTED, "Rejected (4xx)")],
     )
     request_id = forms.CharField(
         required=False,
@@ -66,6 +71,11 @@ class ActivityFilterForm(forms.Form):
             raise forms.ValidationError("'From' is after 'To'.")
         return cleaned
 
+    @property
+    def rejected(self) -> bool:
+        """The member asked for refused requests, not calls."""
+        return self.is_valid() and self.cleaned_data.get("status") == REJECTED
+
     def filters(self) -> ActivityFilters:
         data = self.cleaned_data
         return ActivityFilters(
@@ -74,7 +84,7 @@ class ActivityFilterForm(forms.Form):
             model=data.get("model") or "",
             provider=data.get("provider") or "",
             api_key_id=data["api_key"].id if data.get("api_key") else None,
-            status=data.get("status") or "",
+            status="" if data.get("status") == REJECTED else data.get("status") or "",
             request_id=(data.get("request_id") or "").strip(),
         )
 

@@ -15,7 +15,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from .live import activity_changed
 from .models import Activity, ApiKey, Attempt
+from .savings import fill_savings
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -134,8 +136,10 @@ def activity_finish(result: CallResult) -> bool:
     activity.error_message = result.error_message[:2000]
     activity.attempt_count = len(result.attempts)
     activity.finished_at = timezone.now()
+    fill_savings(activity)  # list and cheapest-route prices in force now (docs/savings.md)
     activity.save()
     Attempt.objects.bulk_create(_attempt_rows(activity, result.attempts), ignore_conflicts=True)
+    activity_changed(activity)  # live dashboards, after commit (billing/live.py)
     return True
 
 

@@ -102,6 +102,12 @@ class Activity(models.Model):
     routing_strategy = models.CharField(max_length=16, blank=True)
     routing_reason = models.CharField(max_length=128, blank=True)
     prompt_bucket = models.CharField(max_length=16, blank=True)
+    # Savings (docs/savings.md): what the same tokens would have cost at the model's
+    # list prices and at the cheapest-input route, both at the prices in force when the
+    # call finished. Null when unknown (no tokens, or rows older than these fields).
+    reference_prices = models.JSONField(default=dict, blank=True)
+    list_cost_usd = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
+    cheapest_cost_usd = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
     created_at = models.DateTimeField(db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -177,3 +183,51 @@ class Invitation(models.Model):
 
     def __str__(self) -> str:
         return f"invitation of {self.email} to {self.organisation} ({self.role})"
+
+
+class RejectedRequest(models.Model):
+    """A chat request the gateway refused with a 4xx before any upstream call (bad input,
+    unknown model, spend limit...). Shown on Activity under "rejected": no tokens, $0."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, null=True, blank=True, related_name="rejections"
+    )
+    api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True)
+    http_status = models.PositiveSmallIntegerField()
+    code = models.CharField(max_length=64, blank=True)
+    message = models.TextField(blank=True)
+    model_slug = models.CharField(max_length=128, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["organisation", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.http_status} {self.code} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class PriceChange(models.Model):
+    """One change of a catalog price (USD per 1M tokens): an endpoint's prices or a
+    model's list prices, with who made it and when. Written on every save that changes
+    a price (admin, import); the first row of an object is its initial price."""
+
+    endpoint = models.ForeignKey(
+        "providers.Endpoint", on_delete=models.CASCADE, null=True, blank=True,
+        related_name="price_changes",
+    )  # fmt: skip
+    model = models.ForeignKey(
+        "providers.Model", on_delete=models.CASCADE, null=True, blank=True,
+        related_name="price_changes",
+    )  # fmt: skip
+    field = models.CharField(max_length=32)
+    old_price = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    new_price = models.DecimalField(max_digits=14, decimal_places=6)
+    changed_by = models.CharField(max_length=150, blank=True)
+    changed_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.old_price} -> {self.new_price}"

@@ -4,7 +4,7 @@ every queryset of tenant data starts from ``for_organisation``.
 
 from __future__ import annotations
 
-import statistics
+import math
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,10 +15,13 @@ from django.db.models import Count, DecimalField, Max, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django.http import Http404
 
-from .models import Activity, ApiKey, Invitation, Membership, Organisation
+from .models import Activity, ApiKey, Invitation, Membership, Organisation, RejectedRequest
+from .money import decimal_str
+from .savings import Savings
 
 TENANT_MODELS = {Activity: "organisation_id", ApiKey: "organisation_id",
-                 Membership: "organisation_id", Invitation: "organisation_id"}  # fmt: skip
+                 Membership: "organisation_id", Invitation: "organisation_id",
+                 RejectedRequest: "organisation_id"}  # fmt: skip
 
 # The prompt-size buckets of the routing core, in size order (see product.md).
 PROMPT_BUCKETS = ("<8k", "8k-32k", "32k-128k", ">128k")
@@ -103,18 +106,59 @@ def activity_get(*, organisation_id: int, request_id: str) -> Activity:
     return activity
 
 
+def _savings_sums() -> dict:
+    """The sums savings are computed from: only calls whose reference cost is known."""
+    return {
+        "list_cost": Sum("list_cost_usd"),
+        "cost_with_list": Sum("cost_usd", filter=Q(list_cost_usd__isnull=False)),
+        "cheapest_cost": Sum("cheapest_cost_usd"),
+        "cost_with_cheapest": Sum("cost_usd", filter=Q(cheapest_cost_usd__isnull=False)),
+    }
+
+
+def _savings_of(row: dict) -> Savings:
+    """Savings of an aggregated row (see billing/savings.py for the definition)."""
+    vs_list = Savings.of(cost=row.get("cost_with_list"), list_cost=row.get("list_cost"),
+                         cheapest_cost=None)  # fmt: skip
+    vs_cheapest = Savings.of(cost=row.get("cost_with_cheapest"), list_cost=None,
+                             cheapest_cost=row.get("cheapest_cost"))  # fmt: skip
+    return Savings(vs_list=vs_list.vs_list, vs_list_percent=vs_list.vs_list_percent,
+                   vs_cheapest=vs_cheapest.vs_cheapest)  # fmt: skip
+
+
 def activity_totals(queryset: QuerySet) -> dict:
+    """Calls, spend, tokens, whether any usage is estimated, and the savings."""
     totals = queryset.order_by().aggregate(
         calls=Count("id"),
         cost=Sum("cost_usd"),
         prompt=Sum("prompt_tokens"),
         cached=Sum("cached_tokens"),
         completion=Sum("completion_tokens"),
+        estimated=Count("id", filter=Q(usage_estimated=True)),
+        **_savings_sums(),
     )
     totals["cost"] = totals["cost"] or Decimal(0)
     for name in ("prompt", "cached", "completion"):
         totals[name] = totals[name] or 0
+    totals["savings"] = _savings_of(totals)
     return totals
+
+
+def rejected_list(*, organisation_id: int, filters: ActivityFilters | None = None) -> QuerySet:
+    """Requests the gateway refused (4xx) for this organisation, newest first; the date,
+    model and key filters of Activity apply."""
+    queryset = for_organisation(RejectedRequest, organisation_id).select_related("api_key")
+    if filters is None:
+        return queryset
+    if filters.date_from:
+        queryset = queryset.filter(created_at__gte=day_start(filters.date_from))
+    if filters.date_to:
+        queryset = queryset.filter(created_at__lt=day_start(filters.date_to) + timedelta(days=1))
+    if filters.model:
+        queryset = queryset.filter(model_slug=filters.model)
+    if filters.api_key_id is not None:
+        queryset = queryset.filter(api_key_id=filters.api_key_id)
+    return queryset
 
 
 def activity_filter_choices(*, organisation_id: int) -> dict[str, list[str]]:
@@ -128,53 +172,94 @@ def activity_filter_choices(*, organisation_id: int) -> dict[str, list[str]]:
 CSV_COLUMNS = (
     "request_id", "created_at_utc", "model", "provider", "api_key", "status", "http_status",
     "stream", "input_tokens", "cached_tokens", "output_tokens", "usage_estimated", "cost_usd",
-    "ttft_ms", "total_ms", "attempts", "hedged", "routing_strategy", "routing_reason",
-    "prompt_bucket", "error",
+    "list_cost_usd", "cheapest_input_route_cost_usd", "ttft_ms", "total_ms", "attempts",
+    "hedged", "routing_strategy", "routing_reason", "prompt_bucket", "error",
 )  # fmt: skip
 
 
 def activity_csv_rows(queryset: QuerySet, *, chunk_size: int = 2000) -> Iterator[list]:
     """The rows of ``queryset`` for the CSV export, newest first, read in chunks by keyset
-    (created_at, id) so memory stays flat however many rows match."""
+    (created_at, id) so memory stays flat however many rows match. Money is exact."""
     queryset = queryset.order_by("-created_at", "-id").values_list(
         "id", "request_id", "created_at", "model_slug", "provider_slug", "api_key__name",
         "status", "http_status", "stream", "prompt_tokens", "cached_tokens",
-        "completion_tokens", "usage_estimated", "cost_usd", "ttft_ms", "total_ms",
-        "attempt_count", "hedged", "routing_strategy", "routing_reason", "prompt_bucket",
-        "error_message",
+        "completion_tokens", "usage_estimated", "cost_usd", "list_cost_usd",
+        "cheapest_cost_usd", "ttft_ms", "total_ms", "attempt_count", "hedged",
+        "routing_strategy", "routing_reason", "prompt_bucket", "error_message",
     )  # fmt: skip
+    for row in keyset_chunks(queryset, chunk_size=chunk_size):
+        _pk, request_id, created_at, *rest = row
+        rest = [decimal_str(v) if isinstance(v, Decimal) else v for v in rest]
+        yield [request_id, created_at.astimezone(UTC).isoformat(), *rest]
+
+
+REJECTED_CSV_COLUMNS = ("created_at_utc", "http_status", "code", "message", "model", "api_key")
+
+
+def rejected_csv_rows(queryset: QuerySet, *, chunk_size: int = 2000) -> Iterator[list]:
+    queryset = queryset.order_by("-created_at", "-id").values_list(
+        "id", "http_status", "created_at", "code", "message", "model_slug", "api_key__name"
+    )
+    for row in keyset_chunks(queryset, chunk_size=chunk_size):
+        _pk, status, created_at, *rest = row
+        yield [created_at.astimezone(UTC).isoformat(), status, *rest]
+
+
+def keyset_chunks(queryset: QuerySet, *, chunk_size: int) -> Iterator[tuple]:
+    """Rows of a ``values_list("id", _, "created_at", ...)`` queryset ordered by
+    (-created_at, -id), fetched chunk by chunk after the last row seen."""
     after: tuple[datetime, int] | None = None
     while True:
         chunk = queryset
         if after is not None:
-            created_at, pk = after
-            chunk = chunk.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=pk))
+            chunk = chunk.filter(keyset_after(*after))
         rows = list(chunk[:chunk_size])
-        for row in rows:
-            pk, request_id, created_at, *rest = row
-            yield [request_id, created_at.astimezone(UTC).isoformat(), *rest]
+        yield from rows
         if len(rows) < chunk_size:
             return
         after = (rows[-1][2], rows[-1][0])
+
+
+def keyset_after(created_at: datetime, pk: int) -> Q:
+    """Rows after (older than) ``(created_at, pk)`` in (-created_at, -id) order."""
+    return Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=pk)
+
+
+def activity_page_after(queryset: QuerySet, *, after: tuple[datetime, int] | None,
+                        limit: int) -> tuple[list[Activity], bool]:  # fmt: skip
+    """One page of a cursor-paginated listing (newest first) and whether more follow."""
+    queryset = queryset.order_by("-created_at", "-id")
+    if after is not None:
+        queryset = queryset.filter(keyset_after(*after))
+    rows = list(queryset[: limit + 1])
+    return rows[:limit], len(rows) > limit
 
 
 # --- Usage ----------------------------------------------------------------------------
 
 
 def _usage_sums() -> dict:
-    """Calls, spend and tokens of a group of Activity rows (zeros for an empty group)."""
+    """Calls, spend, tokens and savings sums of a group of Activity rows."""
     return {
         "calls": Count("id"),
         "cost": Coalesce(Sum("cost_usd"), _ZERO_USD),
         "prompt": Coalesce(Sum("prompt_tokens"), 0),
         "cached": Coalesce(Sum("cached_tokens"), 0),
         "completion": Coalesce(Sum("completion_tokens"), 0),
+        **_savings_sums(),
     }
 
 
+def _usage_row(row: dict) -> dict:
+    return {**row, "cost": Decimal(row["cost"]), "savings": _savings_of(row)}
+
+
+EMPTY_USAGE = {"calls": 0, "cost": Decimal(0), "prompt": 0, "cached": 0, "completion": 0}
+
+
 def usage_per_day(queryset: QuerySet, *, date_from: date, date_to: date) -> list[dict]:
-    """Calls, tokens and spend per UTC day from ``date_from`` to ``date_to`` (inclusive),
-    days without calls included as zeros."""
+    """Calls, tokens, spend and savings per UTC day from ``date_from`` to ``date_to``
+    (inclusive), days without calls included as zeros."""
     grouped = (
         queryset.order_by()
         .annotate(day=TruncDate("created_at", tzinfo=UTC))
@@ -185,33 +270,57 @@ def usage_per_day(queryset: QuerySet, *, date_from: date, date_to: date) -> list
     days = []
     day = date_from
     while day <= date_to:
-        row = by_day.get(day) or {"calls": 0, "cost": Decimal(0), "prompt": 0, "cached": 0,
-                                  "completion": 0}  # fmt: skip
-        days.append({**row, "day": day, "cost": Decimal(row["cost"])})
+        row = by_day.get(day) or EMPTY_USAGE
+        days.append({**_usage_row(row), "day": day})
         day += timedelta(days=1)
     return days
 
 
-def usage_per_model(queryset: QuerySet) -> list[dict]:
-    """Calls, tokens and spend per model, dearest first."""
-    rows = queryset.order_by().values("model_slug").annotate(**_usage_sums())
+def _usage_by(queryset: QuerySet, field: str) -> list[dict]:
+    rows = queryset.order_by().values(field).annotate(**_usage_sums())
     return sorted(
-        ({**row, "cost": Decimal(row["cost"])} for row in rows),
-        key=lambda row: (-row["cost"], row["model_slug"]),
+        (_usage_row(row) for row in rows),
+        key=lambda row: (-row["cost"], -row["calls"], str(row[field])),
     )
 
 
+def usage_per_model(queryset: QuerySet) -> list[dict]:
+    """Calls, tokens, spend and savings per model, dearest first."""
+    return _usage_by(queryset, "model_slug")
+
+
+def usage_per_provider(queryset: QuerySet) -> list[dict]:
+    """Per serving provider (calls no provider served are under "")."""
+    return _usage_by(queryset, "provider_slug")
+
+
+def usage_per_key(queryset: QuerySet) -> list[dict]:
+    """Per API key: ``api_key__name`` and ``api_key_id`` (None for a deleted key)."""
+    rows = queryset.order_by().values("api_key_id", "api_key__name").annotate(**_usage_sums())
+    return sorted(
+        (_usage_row(row) for row in rows),
+        key=lambda row: (-row["cost"], -row["calls"], str(row["api_key__name"])),
+    )
+
+
+def percentile(values: list[int], share: float) -> int:
+    """Nearest-rank percentile of a non-empty list (p50 of [1, 2, 3, 4] is 2)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(share * len(ordered)))
+    return ordered[rank - 1]
+
+
 def ttft_by_bucket(queryset: QuerySet) -> list[dict]:
-    """Median time to first token per provider and prompt-size bucket, from this
-    organisation's successful streamed calls. Medians are computed in Python, so the
-    result is the same on SQLite and PostgreSQL.
+    """Time to first token per provider and prompt-size bucket, from every call of this
+    organisation that measured one (streamed or not, whatever its outcome): p50, p90
+    (nearest rank, computed in Python: the same on SQLite and PostgreSQL) and count.
 
     Returns one row per provider: ``{"provider", "buckets": {bucket: {"median_ms",
-    "calls"}}}``, providers sorted by name."""
+    "p90_ms", "calls"}}}``, providers sorted by name."""
     samples: dict[tuple[str, str], list[int]] = defaultdict(list)
     rows = (
         queryset.order_by()
-        .filter(status=Activity.Status.SUCCESS, stream=True, ttft_ms__isnull=False)
+        .filter(ttft_ms__isnull=False)
         .exclude(provider_slug="")
         .exclude(prompt_bucket="")
         .values_list("provider_slug", "prompt_bucket", "ttft_ms")
@@ -221,7 +330,8 @@ def ttft_by_bucket(queryset: QuerySet) -> list[dict]:
     providers: dict[str, dict] = {}
     for (provider, bucket), values in samples.items():
         providers.setdefault(provider, {})[bucket] = {
-            "median_ms": round(statistics.median(values)),
+            "median_ms": percentile(values, 0.5),
+            "p90_ms": percentile(values, 0.9),
             "calls": len(values),
         }
     return [{"provider": p, "buckets": providers[p]} for p in sorted(providers)]

@@ -9,7 +9,7 @@ from django.utils.text import slugify
 
 from . import invitations
 from .keys import generate_key
-from .models import ApiKey, Invitation, Membership, Organisation
+from .models import ApiKey, Invitation, Membership, Organisation, PriceChange, RejectedRequest
 
 
 @transaction.atomic
@@ -206,3 +206,65 @@ def invitation_accept_new_user(*, invitation_id: int, username: str, password: s
     )
     invitation_accept(invitation_id=invitation.id, user=user)
     return user
+
+
+# --- Rejected requests and price history ----------------------------------------------
+
+REJECTED_MESSAGE_MAX = 2000
+
+
+def record_rejected_request(
+    *,
+    organisation_id: int | None,
+    api_key_id: int | None,
+    status: int,
+    code: str,
+    message: str,
+    model_slug: str = "",
+    created_at,
+) -> RejectedRequest:
+    """Keep one request the chat endpoint refused with a 4xx (for an identified key), so
+    the customer sees integration errors on Activity ("rejected"). Runs in the
+    gateway's background writer; notifies live dashboards after commit."""
+    from .live import notify_activity
+
+    rejected = RejectedRequest.objects.create(
+        organisation_id=organisation_id,
+        api_key_id=api_key_id,
+        http_status=status,
+        code=(code or "")[:64],
+        message=(message or "")[:REJECTED_MESSAGE_MAX],
+        model_slug=(model_slug or "")[:128],
+        created_at=created_at,
+    )
+    if organisation_id:
+        payload = {"event": "rejected", "status": status, "code": rejected.code}
+        transaction.on_commit(lambda: notify_activity(organisation_id, payload))
+    return rejected
+
+
+def price_changes_record(*, instance, fields: tuple[str, ...], old: dict, changed_by: str = ""):
+    """Write a PriceChange per price of ``instance`` (an Endpoint or a Model) that differs
+    from ``old`` (every price when ``old`` is empty: a new object's initial prices)."""
+    from providers.models import Endpoint
+
+    from .savings import forget_reference_prices
+
+    target = {"endpoint": instance} if isinstance(instance, Endpoint) else {"model": instance}
+    now = timezone.now()
+    rows = [
+        PriceChange(
+            field=name,
+            old_price=old.get(name),
+            new_price=getattr(instance, name),
+            changed_by=changed_by[:150],
+            changed_at=now,
+            **target,
+        )
+        for name in fields
+        if not old or old.get(name) != getattr(instance, name)
+    ]
+    if rows:
+        PriceChange.objects.bulk_create(rows)
+        forget_reference_prices()
+    return rows

@@ -9,6 +9,7 @@ urlpatterns = [
     path("activity.csv", views.activity_csv_view, name="activity-csv"),
     path("activity/<str:request_id>/", views.activity_detail_view, name="activity-detail"),
     path("usage/", views.usage_view, name="usage"),
+    path("usage.csv", views.usage_csv_view, name="usage-csv"),
     path("keys/", views.api_keys_view, name="keys"),
     path("keys/<int:key_id>/revoke/", views.api_key_revoke_view, name="key-revoke"),
     path("keys/<int:key_id>/limit/", views.api_key_limit_view, name="key-limit"),

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
+from .admin_tools import CompactEndpointInlineMixin, EndpointToolsMixin, ModelPriceMixin
 from .credentials import origin_of, seal
 from .endpoint_check import endpoint_check
 from .models import Endpoint, Model, Provider
@@ -62,7 +63,7 @@ def credential_stored(endpoint: Endpoint) -> bool:
     return bool(endpoint.credential_encrypted)
 
 
-class EndpointInline(admin.TabularInline):
+class EndpointInline(CompactEndpointInlineMixin, admin.TabularInline):
     model = Endpoint
     form = EndpointAdminForm
     extra = 0
@@ -75,7 +76,7 @@ class EndpointInline(admin.TabularInline):
 
 
 @admin.register(Model)
-class ModelAdmin(admin.ModelAdmin):
+class ModelAdmin(ModelPriceMixin, admin.ModelAdmin):
     list_display = ("slug", "name", "list_price_input", "list_price_output", "context_length")
     search_fields = ("slug", "name")
     inlines = [EndpointInline]
@@ -88,7 +89,7 @@ class ProviderAdmin(admin.ModelAdmin):
 
 
 @admin.register(Endpoint)
-class EndpointAdmin(admin.ModelAdmin):
+class EndpointAdmin(EndpointToolsMixin, admin.ModelAdmin):
     form = EndpointAdminForm
     list_display = (
         "model", "provider", "price_input", "price_cache_read", "price_output",

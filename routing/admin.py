@@ -1,4 +1,9 @@
+from decimal import Decimal
+
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.template.response import TemplateResponse
+from django.urls import path
 
 from .models import HedgeBudgetDay, ProbeResult, SpeedSample
 
@@ -32,8 +37,33 @@ class HedgeBudgetDayAdmin(ReadOnlyAdmin):
 
 @admin.register(ProbeResult)
 class ProbeResultAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "endpoint", "prompt_tokens", "status", "ttft_ms", "cost_usd")
-    list_filter = ("status", "prompt_tokens", "endpoint__provider")
+    list_display = ("created_at", "endpoint", "prompt_tokens", "status", "ttft_ms", "cost")
+    list_filter = ("status", "prompt_tokens", "endpoint__provider", "endpoint__model")
+
+    @admin.display(description="cost (USD)", ordering="cost_usd")
+    def cost(self, obj: ProbeResult) -> str:
+        return f"${obj.cost_usd.normalize():f}"
+
+    def get_urls(self):
+        spend = self.admin_site.admin_view(self.spend_view)
+        return [path("spend/", spend, name="routing_proberesult_spend"), *super().get_urls()]
+
+    def spend_view(self, request):
+        """Probe spend (platform cost, never billed) per UTC day and model, 30 days."""
+        from .health import probe_spend_per_day
+
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        rows = probe_spend_per_day(days=30)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Probe spend per day and model (last 30 days)",
+            "opts": self.model._meta,
+            "rows": rows,
+            "total": sum((row["cost"] for row in rows), Decimal(0)),
+            "probes": sum(row["probes"] for row in rows),
+        }
+        return TemplateResponse(request, "admin/routing/proberesult/spend.html", context)
 
 
 @admin.register(SpeedSample)

@@ -10,7 +10,9 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
 
+from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
 from django.core.asgi import get_asgi_application
 from django.urls import re_path
 
@@ -27,4 +29,14 @@ http_routes = URLRouter(
     ]
 )
 
-application = ProtocolTypeRouter({"http": http_routes})
+from billing.routing import websocket_urlpatterns  # noqa: E402  (needs Django set up)
+
+application = ProtocolTypeRouter(
+    {
+        "http": http_routes,
+        # Live Activity updates (billing/consumers.py): session-authenticated, same origin.
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -1,22 +1,77 @@
-"""Formatting filters for the dashboard."""
+"""Formatting filters for the dashboard (money rules in billing/money.py)."""
 
-from decimal import Decimal
+from __future__ import annotations
 
 from django import template
+from django.utils.html import format_html
+
+from ..money import decimal_str, usd_short
 
 register = template.Library()
 
 
 @register.filter
 def usd(value) -> str:
-    """Dollars with enough places for sub-cent calls: 0.000123."""
+    """Short dollars: ``$0.0000102``, ``$1,234.50`` (plain text, for admin and titles)."""
+    return usd_short(value)
+
+
+@register.filter
+def money(value) -> str:
+    """Short dollars with the exact value on hover: ``<span title="0.0000102 USD">``."""
+    return format_html(
+        '<span class="money" title="{} USD" data-exact="{}">{}</span>',
+        decimal_str(value),
+        decimal_str(value),
+        usd_short(value),
+    )
+
+
+@register.filter
+def exact(value) -> str:
+    return decimal_str(value)
+
+
+@register.filter
+def num(value) -> str:
+    """An integer with thousands separators: 150,012."""
     if value is None:
-        return "0"
-    return f"{Decimal(value):.6f}"
+        return "—"
+    return f"{int(value):,}"
+
+
+@register.filter
+def percent(value) -> str:
+    return "—" if value is None else f"{value:.0f}%"
 
 
 @register.filter
 def ms(value) -> str:
     if value is None:
         return "—"
-    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value} ms"
+    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:,} ms"
+
+
+@register.filter
+def savings_text(savings) -> str:
+    """ "$0.0031 · 62% below list / $0.0052 below the cheapest-input route"."""
+    parts = []
+    if savings.vs_list is not None:
+        if savings.vs_list >= 0:
+            share = f"{savings.vs_list_percent:.0f}%"
+            parts.append(f"{usd_short(savings.vs_list)} · {share} below list")
+        else:
+            parts.append(f"{usd_short(-savings.vs_list)} above list")
+    if savings.vs_cheapest is not None:
+        if savings.vs_cheapest >= 0:
+            parts.append(f"{usd_short(savings.vs_cheapest)} below the cheapest-input route")
+        else:
+            amount = usd_short(-savings.vs_cheapest)
+            parts.append(f"{amount} above the cheapest-input route (paid for speed)")
+    return " / ".join(parts) or "—"
+
+
+@register.filter
+def share(value) -> str:
+    """A fraction as a percentage: 0.125 -> 12.5%."""
+    return "—" if value is None else f"{value:.1%}"

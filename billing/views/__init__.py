@@ -12,7 +12,7 @@ from .members import (
     member_role_view,
     members_view,
 )
-from .usage import usage_view
+from .usage import usage_csv_view, usage_view
 
 __all__ = [
     "activity_csv_view",
@@ -28,5 +28,6 @@ __all__ = [
     "members_view",
     "organisation_required",
     "owner_required",
+    "usage_csv_view",
     "usage_view",
 ]

@@ -15,6 +15,7 @@ from django.shortcuts import render
 
 from .. import selectors
 from ..forms import ActivityFilterForm
+from ..savings import activity_savings
 from .common import organisation_required
 
 PAGE_SIZE = 50
@@ -35,14 +36,25 @@ def _filtered(request: HttpRequest) -> tuple[ActivityFilterForm, object]:
 @organisation_required
 def activity_list_view(request: HttpRequest) -> HttpResponse:
     form, queryset = _filtered(request)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "form": form,
-        "page": page,
-        "totals": selectors.activity_totals(queryset),
         "filtered": any(v for k, v in request.GET.items() if k != "page"),
         "nav": "activity",
     }
+    if form.rejected:
+        rejected = selectors.rejected_list(
+            organisation_id=request.organisation.id, filters=form.filters()
+        )
+        context["page"] = Paginator(rejected, PAGE_SIZE).get_page(request.GET.get("page"))
+        context["rejected"] = True
+        context["rejected_count"] = rejected.count()
+        return render(request, "dashboard/activity.html", context)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    for activity in page:
+        activity.savings = activity_savings(activity)
+    context["page"] = page
+    context["totals"] = selectors.activity_totals(queryset)
+    context["any_estimated"] = any(activity.usage_estimated for activity in page)
     return render(request, "dashboard/activity.html", context)
 
 
@@ -51,8 +63,7 @@ def activity_detail_view(request: HttpRequest, request_id: str) -> HttpResponse:
     activity = selectors.activity_get(
         organisation_id=request.organisation.id, request_id=request_id
     )
-    # ``hedged`` is shown once the ledger records it (R3); until then the row is hidden.
-    context = {"activity": activity, "hedged": getattr(activity, "hedged", None), "nav": "activity"}
+    context = {"activity": activity, "savings": activity_savings(activity), "nav": "activity"}
     return render(request, "dashboard/activity_detail.html", context)
 
 
@@ -69,9 +80,9 @@ def _safe(cell):
     return cell
 
 
-def _csv_lines(rows: Iterable[list]) -> Iterator[str]:
+def _csv_lines(rows: Iterable[list], columns=selectors.CSV_COLUMNS) -> Iterator[str]:
     writer = csv.writer(_Echo())
-    yield writer.writerow(selectors.CSV_COLUMNS)
+    yield writer.writerow(columns)
     for row in rows:
         yield writer.writerow([_safe(cell) for cell in row])
 
@@ -90,7 +101,13 @@ def activity_csv_view(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         errors = "; ".join(f"{field}: {' '.join(e)}" for field, e in form.errors.items())
         return HttpResponse(f"Invalid filter. {errors}\n", status=400, content_type="text/plain")
-    lines = _csv_lines(selectors.activity_csv_rows(queryset))
+    if form.rejected:
+        rejected = selectors.rejected_list(
+            organisation_id=request.organisation.id, filters=form.filters()
+        )
+        lines = _csv_lines(selectors.rejected_csv_rows(rejected), selectors.REJECTED_CSV_COLUMNS)
+    else:
+        lines = _csv_lines(selectors.activity_csv_rows(queryset))
     content = _csv_lines_async(lines) if isinstance(request, ASGIRequest) else lines
     response = StreamingHttpResponse(content, content_type="text/csv; charset=utf-8")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

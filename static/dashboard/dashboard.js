@@ -32,3 +32,15 @@
     if (message && !window.confirm(message)) event.preventDefault();
   });
 })();
+
+// The nav collapses behind "Menu" on narrow screens.
+(function () {
+  "use strict";
+  var toggle = document.getElementById("nav-toggle");
+  if (!toggle) return;
+  toggle.addEventListener("click", function () {
+    var header = toggle.closest("header");
+    var open = header.classList.toggle("open");
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+})();

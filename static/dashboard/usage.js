@@ -6,8 +6,15 @@
   if (!node || typeof Chart === "undefined") return;
   var data = JSON.parse(node.textContent);
   var palette = ["#3b5bdb", "#2b8a3e", "#e67700", "#c92a2a", "#862e9c", "#0b7285", "#5c940d", "#a61e4d"];
+  // Same rule as the tables: 2 decimals from $1, else 3 significant digits.
   var usd = function (value) {
-    return "$" + Number(value).toLocaleString(undefined, { maximumFractionDigits: value < 1 ? 6 : 2 });
+    var v = Number(value);
+    if (v === 0) return "$0";
+    var abs = Math.abs(v);
+    var text = abs >= 1
+      ? abs.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })
+      : abs.toLocaleString("en-US", { maximumSignificantDigits: 3, minimumFractionDigits: 2, maximumFractionDigits: 12 });
+    return (v < 0 ? "-$" : "$") + text;
   };
   Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
   Chart.defaults.color = "#344054";
@@ -17,14 +24,18 @@
     type: "bar",
     data: {
       labels: data.days,
-      datasets: [{ label: "Spend (USD)", data: data.dailyCost, backgroundColor: palette[0] }],
+      datasets: [
+        { label: "Spend", data: data.dailyCost, backgroundColor: palette[0] },
+        { label: "Saved vs list", data: data.dailySaved, backgroundColor: palette[1] },
+      ],
     },
     options: {
       maintainAspectRatio: false,
       plugins: {
-        legend: { display: false },
         tooltip: { callbacks: {
-          label: function (ctx) { return usd(ctx.parsed.y) + " · " + data.dailyCalls[ctx.dataIndex] + " calls"; },
+          label: function (ctx) {
+            return ctx.dataset.label + ": " + usd(ctx.parsed.y) + " · " + data.dailyCalls[ctx.dataIndex] + " calls";
+          },
         } },
       },
       scales: { y: { beginAtZero: true, ticks: { callback: usd } }, x: { ticks: { maxRotation: 0, autoSkipPadding: 12 } } },
@@ -39,6 +50,24 @@
         label: "Spend (USD)",
         data: data.modelCost,
         backgroundColor: data.models.map(function (_, i) { return palette[i % palette.length]; }),
+      }],
+    },
+    options: {
+      indexAxis: "y",
+      maintainAspectRatio: false,
+      plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (ctx) { return usd(ctx.parsed.x); } } } },
+      scales: { x: { beginAtZero: true, ticks: { callback: usd } } },
+    },
+  });
+
+  new Chart(document.getElementById("chart-providers"), {
+    type: "bar",
+    data: {
+      labels: data.providers,
+      datasets: [{
+        label: "Spend (USD)",
+        data: data.providerCost,
+        backgroundColor: data.providers.map(function (_, i) { return palette[i % palette.length]; }),
       }],
     },
     options: {
@@ -65,8 +94,11 @@
     },
     options: {
       maintainAspectRatio: false,
-      plugins: { tooltip: { callbacks: { label: function (ctx) { return ctx.dataset.label + ": " + ctx.parsed.y.toFixed(2) + " s"; } } } },
-      scales: { y: { beginAtZero: true, title: { display: true, text: "median TTFT (s)" } } },
+      plugins: { tooltip: { callbacks: { label: function (ctx) {
+        var p90 = data.ttft[ctx.datasetIndex].p90s[ctx.dataIndex];
+        return ctx.dataset.label + ": p50 " + ctx.parsed.y.toFixed(2) + " s, p90 " + (p90 / 1000).toFixed(2) + " s";
+      } } } },
+      scales: { y: { beginAtZero: true, title: { display: true, text: "p50 TTFT (s)" } } },
     },
   });
 })();

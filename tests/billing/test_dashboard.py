@@ -127,7 +127,8 @@ def test_totals_equal_rows_shown_and_csv(orgs):
     totals = page.context["totals"]
     assert totals["calls"] == len(shown) == 3
     assert totals["cost"] == sum((r.cost_usd for r in shown), D(0)) == D("0.0050")
-    assert 'id="total-cost">0.005000<' in html and 'id="total-calls">3<' in html
+    assert 'id="total-cost"><span class="money" title="0.005 USD"' in html
+    assert ">$0.005</span>" in html and 'id="total-calls">3<' in html
     rows = _csv(client.get("/activity.csv", params))
     assert len(rows) == totals["calls"]
     assert sum(D(r["cost_usd"]) for r in rows) == totals["cost"]
@@ -214,10 +215,14 @@ def test_pagination_keeps_filters(orgs):
 def test_activity_page_shows_the_columns(orgs):
     a, _ = orgs
     html = _login(a.user).get("/", {"request_id": "gen-a4"}).content.decode()
-    for header in ("Model", "Provider", "Input", "Cached", "Output", "Cost (USD)", "TTFT",
-                   "Total", "Status", "Attempts", "Hedged", "Routing", "Key"):  # fmt: skip
+    for header in ("Model", "Provider", "Input", "Output", "Cost", "Saved vs list", "TTFT",
+                   "Status", "Routing", "Key"):  # fmt: skip
         assert f">{header}</th>" in html
+    # Secondary columns are there, hidden until "All columns" is ticked.
+    for header in ("Cached", "Total", "Attempts", "Hedged"):
+        assert f'class="extra">{header}</th>' in html or f'extra">{header}</th>' in html
     assert "charlie" in html and "error (502)" in html and "cheapest fast-enough" in html
+    assert '<td data-label="Hedged" class="extra">no</td>' in html
 
 
 def test_activity_detail_shows_routing_and_attempts(orgs):
@@ -243,7 +248,7 @@ def test_hedged_calls_are_marked(orgs):
                            outcome="cancelled", hedge_leg=True)  # fmt: skip
     client = _login(a.user)
     row = client.get("/", {"request_id": "gen-hedged"}).content.decode()
-    assert '<td class="num">1</td>\n      <td>yes</td>' in row
+    assert '<td data-label="Hedged" class="extra">yes</td>' in row
     assert _csv(client.get("/activity.csv", {"request_id": "gen-hedged"}))[0]["hedged"] == "True"
     detail = client.get("/activity/gen-hedged/").content.decode()
     assert "<th>Hedged</th><td>yes</td>" in detail and ">hedge</span>" in detail
@@ -334,7 +339,8 @@ def test_usage_per_day_and_per_model(orgs):
     assert chart["days"] == ["2025-01-09", "2025-01-10", "2025-01-11", "2025-01-12"]
     assert chart["dailyCost"] == [0.0, 0.001, 0.002, 0.004]
     assert 'id="usage-data"' in html and "vendor/chartjs/chart.umd.min.js" in html
-    assert '<tr data-day="2025-01-11"><td>2025-01-11</td><td class="num">1</td>' in html
+    day_row = '<tr data-day="2025-01-11"><td data-label="Day (UTC)">2025-01-11</td>'
+    assert day_row + '<td class="num" data-label="Calls">1</td>' in html
 
 
 def test_usage_ttft_medians_per_bucket_and_provider(orgs):
@@ -345,7 +351,7 @@ def test_usage_ttft_medians_per_bucket_and_provider(orgs):
     for i, ms in enumerate([1000, 3000]):
         _row(a, f"gen-t-a-big-{i}", created_at=day, ttft_ms=ms, prompt_bucket="32k-128k")
     _row(a, "gen-t-b-small", created_at=day, ttft_ms=500, provider_slug="bravo")
-    # Not counted: not streamed, failed, no TTFT, another organisation.
+    # Counted: not streamed, failed (a TTFT was measured). Not: no TTFT, another org.
     _row(a, "gen-t-nostream", created_at=day, ttft_ms=1, stream=False)
     _row(a, "gen-t-error", created_at=day, ttft_ms=1, status="error")
     _row(a, "gen-t-none", created_at=day, ttft_ms=None)
@@ -353,12 +359,15 @@ def test_usage_ttft_medians_per_bucket_and_provider(orgs):
     response = _login(a.user).get("/usage/", {"date_from": "2025-01-30", "date_to": "2025-01-31"})
     rows = {r["provider"]: r["cells"] for r in response.context["ttft_rows"]}
     assert set(rows) == {"alpha", "bravo"}
-    assert rows["alpha"] == [{"median_ms": 200, "calls": 3}, None,
-                             {"median_ms": 2000, "calls": 2}, None]  # fmt: skip
-    assert rows["bravo"] == [{"median_ms": 500, "calls": 1}, None, None, None]
+    # Every call that measured a TTFT counts (streamed or not, whatever its outcome):
+    # alpha <8k is [1, 1, 100, 200, 300]; nearest-rank p50 = 100, p90 = 300.
+    assert rows["alpha"] == [{"median_ms": 100, "p90_ms": 300, "calls": 5}, None,
+                             {"median_ms": 1000, "p90_ms": 3000, "calls": 2}, None]  # fmt: skip
+    assert rows["bravo"] == [{"median_ms": 500, "p90_ms": 500, "calls": 1}, None, None, None]
     chart = response.context["chart"]
     assert chart["buckets"] == ["<8k", "8k-32k", "32k-128k", ">128k"]
-    assert {"provider": "alpha", "medians": [200, None, 2000, None]} in chart["ttft"]
+    assert {"provider": "alpha", "medians": [100, None, 1000, None],
+            "p90s": [300, None, 3000, None]} in chart["ttft"]  # fmt: skip
 
 
 def test_usage_defaults_to_the_last_30_days():
@@ -391,7 +400,7 @@ def test_keys_page_shows_spend_and_last_used():
     assert keys[a.api_key.id].calls_total == 3
     assert keys[unused.id].spend_month == 0 and keys[unused.id].spend_total == 0
     html = response.content.decode()
-    assert "0.750000" in html and "2.750000" in html and "2025-03-04 05:06" in html
+    assert "$0.75" in html and "$2.75" in html and "2025-03-04 05:06" in html
     assert "never" in html
 
 
@@ -499,7 +508,7 @@ def test_admin_shows_every_organisations_spend(orgs):
     changelist = client.get("/admin/billing/organisation/")
     assert changelist.status_code == 200
     html = changelist.content.decode()
-    assert "10.500000" in html and "1.500000" in html and "0.007000" in html
+    assert "$10.50" in html and "$1.50" in html and "$0.007" in html
     report = client.get("/admin/billing/organisation/spend/")
     assert report.status_code == 200
     rows = {org.slug: org for org in report.context["rows"]}

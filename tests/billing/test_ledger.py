@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from billing.ledger import AttemptResult, CallResult, activity_finish, activity_open
 from billing.models import Activity, Attempt
+from billing.money import decimal_str
 from billing.tasks import activity_reconcile_task
 
 from ..support import TEST_MODEL, wait_finished_rows
@@ -101,7 +102,7 @@ def test_random_requests_respect_max_price_and_totals_agree(gateway, tenant, emu
     dashboard = Client()
     dashboard.force_login(tenant.user)
     page = dashboard.get("/").content.decode()
-    assert f"{total:.6f}" in page
+    assert f'title="{decimal_str(total)} USD"' in page
 
 
 @pytest.mark.django_db(transaction=True)

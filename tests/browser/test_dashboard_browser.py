@@ -1,6 +1,9 @@
 """The dashboard in a real browser (Playwright + Debian's Chromium) against the live
-gateway: log in, make a call with the openai client, find it on Activity, filter, open
-its detail, look at Usage, create a key (shown once) and revoke it.
+gateway: log in, make a call with the openai client, find it on Activity (money format,
+savings, columns visible at 1366 px), see a new call arrive live without a reload,
+filter (rejected requests too), open its detail, look at Usage, create a key (shown
+once) and revoke it; the same pages at 390 px (nav collapsed, Activity as cards, no
+horizontal overflow); the operator's admin (endpoint health panel, compact inline).
 
 Screenshots go to test-artifacts/ (git-ignored). Skipped when Playwright or
 /usr/bin/chromium is missing."""
@@ -10,14 +13,17 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from billing.models import Activity
+from billing.money import decimal_str
 
 from ..support import TEST_MODEL, wait_finished_rows
 
@@ -41,12 +47,12 @@ def playwright_api():
 
 
 @contextmanager
-def browser_page(sync_api):
+def browser_page(sync_api, width: int = 1366, height: int = 900):
     """A Chromium page. Playwright's sync API runs an event loop in this thread, where
     Django refuses database calls: open it only after the test's database work."""
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context = browser.new_context(viewport={"width": width, "height": height})
         page = context.new_page()
         page.set_default_timeout(10_000)
         problems: list[str] = []
@@ -67,7 +73,24 @@ def _shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+def _no_horizontal_overflow(page) -> bool:
+    return page.evaluate(
+        "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+
+
+def _log_in(page, base: str, username: str, password: str = PASSWORD) -> None:
+    page.goto(f"{base}/")
+    assert "/login/" in page.url
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
+
+
 def test_dashboard_in_a_browser(playwright_api, gateway, client, tenant):
+    from billing.services import record_rejected_request
+
     base = gateway.base_url
     username = tenant.user.username
     stream = client.chat.completions.create(
@@ -82,37 +105,86 @@ def test_dashboard_in_a_browser(playwright_api, gateway, client, tenant):
     )
     provider = reply.model_extra["provider"]
     wait_finished_rows(2)
+    record_rejected_request(
+        organisation_id=tenant.organisation.id, api_key_id=tenant.api_key.id, status=400,
+        code="invalid_request_error", message="messages: must be a non-empty list",
+        model_slug=TEST_MODEL, created_at=timezone.now(),
+    )  # fmt: skip
     streamed = Activity.objects.get(request_id=streamed_id)
-    # The Usage page's TTFT chart counts successful streamed calls with a measured TTFT.
-    ttft_provider = streamed.provider_slug if streamed.status == "success" and (
-        streamed.ttft_ms is not None and streamed.prompt_bucket
+    ttft_provider = streamed.provider_slug if streamed.ttft_ms is not None and (
+        streamed.prompt_bucket
     ) else None  # fmt: skip
+    exact = decimal_str(Activity.objects.get(request_id=reply.id).cost_usd)
     with browser_page(playwright_api) as (page, problems):
-        _walk_through(page, base, username, gateway, streamed_id, reply.id, provider,
-                      ttft_provider)  # fmt: skip
+        _walk_through(page, base, username, gateway, client, streamed_id, reply.id, provider,
+                      ttft_provider, exact)  # fmt: skip
+    assert problems == []
+    with browser_page(playwright_api, width=390, height=844) as (page, problems):
+        _narrow(page, base, username, reply.id)
     assert problems == []
 
 
-def _walk_through(page, base, username, gateway, streamed_id, reply_id, provider, ttft_provider):
+def _walk_through(page, base, username, gateway, client, streamed_id, reply_id, provider,
+                  ttft_provider, exact):  # fmt: skip
     import openai
 
-    # Log in.
-    page.goto(f"{base}/")
-    assert "/login/" in page.url
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/")
+    _log_in(page, base, username)
 
-    # Activity: both calls, with totals.
+    # Activity: both calls, with totals; the customer sees no admin link.
     row = page.locator(f'tr[data-request-id="{reply_id}"]')
     assert row.is_visible()
     assert provider in row.inner_text()
     assert page.locator(f'tr[data-request-id="{streamed_id}"]').is_visible()
     assert page.inner_text("#total-calls") == "2"
-    _shot(page, "01-activity")
+    assert page.locator("#admin-link").count() == 0
+    assert "/admin/" not in page.content()
+
+    # Money: "$0.0000102" style, exact value on hover; savings against the list price.
+    cost = row.locator("td.cost .money")
+    assert re.fullmatch(r"\$0\.0*[1-9]\d{0,2}", cost.inner_text()), cost.inner_text()
+    assert cost.get_attribute("title") == f"{exact} USD"
+    saved = page.inner_text("#total-saved")
+    assert re.fullmatch(r"\$0\.\d+ \d+%", saved), saved
+    assert "below list" in row.locator("td.saved").get_attribute("title")
+    assert page.locator("#estimated-note").count() == 0  # nothing is estimated
+
+    # At 1366 px the columns that matter are on screen without scrolling.
+    for header in ("Cost", "Saved vs list", "TTFT", "Status", "Key", "Routing"):
+        box = page.locator("#activity thead th", has_text=header).first.bounding_box()
+        assert box and box["x"] + box["width"] <= 1366, (header, box)
+    assert _no_horizontal_overflow(page)
+    assert not page.locator("#activity th", has_text="Hedged").is_visible()
+    page.check("#all-columns")  # the secondary columns on demand
+    assert (
+        page.locator(f'tr[data-request-id="{reply_id}"] td[data-label="Hedged"]').inner_text()
+        == "no"
+    )
+    page.uncheck("#all-columns")
+    _shot(page, "01-activity-1366")
+
+    # Live: a new call appears without a reload (WebSocket through the channel layer).
+    page.wait_for_function("() => document.documentElement.dataset.live === 'socket'")
+    page.evaluate("() => { window.__notReloaded = true; }")
+    live = client.chat.completions.create(
+        model=TEST_MODEL, messages=[{"role": "user", "content": "Live, please"}]
+    )
+    page.wait_for_selector(f'tr[data-request-id="{live.id}"]', timeout=15_000)
+    assert page.evaluate("() => window.__notReloaded === true")
+    page.wait_for_function("() => document.getElementById('total-calls').textContent === '3'")
+    _shot(page, "02-activity-live")
+
+    # Rejected requests: status, error code, message, key; $0.
+    page.select_option("#id_status", "rejected")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url(lambda url: "status=rejected" in url)
+    rejected = page.locator("#rejected tbody tr").first
+    text = rejected.inner_text()
+    assert "400" in text and "invalid_request_error" in text
+    assert "messages: must be a non-empty list" in text and "key" in text and "$0" in text
+    _shot(page, "03-activity-rejected")
 
     # Filter: the provider and status menus narrow the table and keep their values.
+    page.goto(f"{base}/")
     page.select_option("#id_provider", provider)
     page.select_option("#id_status", "success")
     page.click("#filters button[type=submit]")
@@ -124,9 +196,8 @@ def _walk_through(page, base, username, gateway, streamed_id, reply_id, provider
     page.wait_for_url(lambda url: "request_id=" in url)
     assert page.locator("#activity tbody tr").count() == 1
     assert page.inner_text("#total-calls") == "1"
-    _shot(page, "02-activity-filtered")
 
-    # The CSV export carries the filters and is streamed through the ASGI app.
+    # The CSV export carries the filters, is streamed through the ASGI app, money exact.
     csv_href = page.get_attribute("#export-csv", "href")
     assert "request_id=" in csv_href
     with warnings.catch_warnings(record=True) as caught:
@@ -136,14 +207,15 @@ def _walk_through(page, base, username, gateway, streamed_id, reply_id, provider
     assert download.ok and download.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(download.text())))
     assert [r["request_id"] for r in rows] == [reply_id]
-    assert rows[0]["provider"] == provider
+    assert rows[0]["provider"] == provider and rows[0]["cost_usd"] == exact
 
-    # Detail: routing reason and each attempt.
+    # Detail: routing reason, each attempt, the savings sentence.
     page.click(f'tr[data-request-id="{reply_id}"] a')
     page.wait_for_url(f"{base}/activity/{reply_id}/")
     assert page.locator("#attempts tbody tr").count() >= 1
     assert provider in page.inner_text("#attempts")
-    _shot(page, "03-activity-detail")
+    assert re.search(r"\$0\.\d+ · \d+% below list / ", page.inner_text("#savings-text"))
+    _shot(page, "04-activity-detail-1366")
 
     # Usage: charts drawn by the locally served Chart.js, tables filled.
     page.click("header nav >> text=Usage")
@@ -154,9 +226,12 @@ def _walk_through(page, base, username, gateway, streamed_id, reply_id, provider
         assert page.locator(f'#ttft tr[data-provider="{ttft_provider}"]').is_visible()
         datasets = page.evaluate("() => Chart.getChart('chart-ttft').data.datasets")
         assert ttft_provider in [d["label"] for d in datasets]
-    assert page.inner_text("#usage-calls") == "2"
+    assert page.inner_text("#usage-calls") == "3"
     assert TEST_MODEL in page.inner_text("#per-model")
-    _shot(page, "04-usage")
+    assert page.locator("#per-provider tbody tr").count() >= 1
+    assert "Acme key" in page.inner_text("#per-key")
+    assert "%" in page.inner_text("#usage-saved")
+    _shot(page, "05-usage-1366")
 
     # API keys: create one, shown once, works, then revoke it and it stops working.
     page.click("header nav >> text=API keys")
@@ -164,7 +239,7 @@ def _walk_through(page, base, username, gateway, streamed_id, reply_id, provider
     page.click("#create-key button[type=submit]")
     new_key = page.inner_text("#new-key").strip()
     assert new_key.startswith("ullm_")
-    _shot(page, "05-key-created")
+    _shot(page, "06-key-created")
     with openai.OpenAI(base_url=gateway.api_url, api_key=new_key, max_retries=0) as other:
         assert other.chat.completions.create(
             model=TEST_MODEL, messages=[{"role": "user", "content": "hi"}]
@@ -176,7 +251,7 @@ def _walk_through(page, base, username, gateway, streamed_id, reply_id, provider
     key_row.locator("button.danger").click()
     page.wait_for_selector(".messages li")
     assert "revoked" in page.locator("#keys tbody tr", has_text="browser key").inner_text()
-    _shot(page, "06-key-revoked")
+    _shot(page, "07-key-revoked")
     with (
         openai.OpenAI(base_url=gateway.api_url, api_key=new_key, max_retries=0) as other,
         pytest.raises(openai.AuthenticationError),
@@ -188,4 +263,39 @@ def _walk_through(page, base, username, gateway, streamed_id, reply_id, provider
     # Members.
     page.click("header nav >> text=Members")
     assert username in page.inner_text("#members")
-    _shot(page, "07-members")
+    _shot(page, "08-members")
+
+
+def _narrow(page, base, username, reply_id):
+    """390 px: the nav collapses behind Menu, Activity rows become cards, nothing
+    overflows sideways."""
+    _log_in(page, base, username)
+    assert not page.locator("#main-nav").is_visible()
+    assert page.locator("#nav-toggle").is_visible()
+    header = page.locator("header").bounding_box()
+    assert header["height"] < 80  # one line, not three
+    card = page.locator(f'tr[data-request-id="{reply_id}"]')
+    assert page.evaluate("(el) => getComputedStyle(el).display", card.element_handle()) == "block"
+    assert not page.locator("#activity thead").is_visible()
+    label = page.evaluate(
+        "(td) => getComputedStyle(td, '::before').content", card.locator("td.cost").element_handle()
+    )
+    assert label == '"Cost"' and card.locator("td.cost").inner_text().startswith("$")
+    assert _no_horizontal_overflow(page)
+    _shot(page, "11-activity-390")
+    page.click("#nav-toggle")
+    assert page.locator("#main-nav").is_visible()
+    assert page.locator("header .who button", has_text="Log out").is_visible()
+    _shot(page, "12-nav-open-390")
+    page.goto(f"{base}/activity/{reply_id}/")
+    assert _no_horizontal_overflow(page)
+    _shot(page, "13-activity-detail-390")
+    page.goto(f"{base}/usage/")
+    page.wait_for_function("() => window.Chart && Chart.getChart('chart-daily') !== undefined")
+    _shot(page, "14-usage-390")
+    wide = page.evaluate(
+        "() => [...document.querySelectorAll('main *')].filter("
+        "el => el.getBoundingClientRect().right > window.innerWidth + 1).map("
+        "el => el.tagName + '#' + el.id + '.' + el.className).slice(0, 5)"
+    )
+    assert wide == [] and _no_horizontal_overflow(page), wide

@@ -10,15 +10,18 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from billing.management.commands.seed_demo import seed_demo, summary_lines
+
 EMULATOR_PROFILES = "providers/fixtures/emulator_demo.json"
+DEMO_PASSWORD, OPERATOR_PASSWORD = "demo-password", "operator-password"
 
 
 def _gateway_workers() -> int:
@@ -44,9 +47,21 @@ class Command(BaseCommand):
         parser.add_argument("--time-scale", type=float, default=1.0)
         parser.add_argument("--no-celery", action="store_true")
 
-    def _spawn(self, name: str, argv: list[str], env: dict) -> subprocess.Popen:
-        self.stdout.write(f"starting {name}: {' '.join(argv)}")
-        return subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR)
+    def _spawn(self, name: str, argv: list[str], env: dict, log: str = ""):
+        self.stdout.write(self.style.HTTP_INFO(f"starting {name}"))
+        # Celery's banners and start-up warnings would bury the summary: its output goes
+        # to var/<log> (errors included), the emulator's and gateway's stay here.
+        output = None
+        if log:
+            output = open(settings.VAR_DIR / log, "ab")  # noqa: SIM115 (the child writes it)
+        return subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR, stdout=output,
+                                stderr=output)  # fmt: skip
+
+    def _celery(self, role: str, extra: list[str], env: dict) -> subprocess.Popen:
+        argv = [sys.executable, "-m", "celery", "-A", "uberllm", "--quiet", role,
+                "--loglevel", "warning", *extra]  # fmt: skip
+        log = f"celery-{role}.log"
+        return self._spawn(f"celery {role} (output in var/{log})", argv, env, log=log)
 
     def _processes(self, options, env) -> list[subprocess.Popen]:
         py = sys.executable
@@ -59,56 +74,30 @@ class Command(BaseCommand):
                         "--log-level", "warning", "--no-access-log"], env),
         ]  # fmt: skip
         if not options["no_celery"] and settings.CELERY_BEAT_SCHEDULE:
-            procs.append(
-                self._spawn(
-                    "worker",
-                    [
-                        py,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "uberllm",
-                        "worker",
-                        "--loglevel",
-                        "warning",
-                        "--concurrency",
-                        "2",
-                    ],
-                    env,
-                )
-            )
-            procs.append(
-                self._spawn(
-                    "beat",
-                    [
-                        py,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "uberllm",
-                        "beat",
-                        "--loglevel",
-                        "warning",
-                        "--schedule",
-                        str(settings.VAR_DIR / "celerybeat-schedule"),
-                    ],
-                    env,
-                )
-            )
-        return procs  # fmt: skip
+            procs.append(self._celery("worker", ["--concurrency", "2"], env))
+            schedule = str(settings.VAR_DIR / "celerybeat-schedule")
+            procs.append(self._celery("beat", ["--schedule", schedule], env))
+        return procs
 
     def handle(self, *args, **options):
         os.environ["UBERLLM_ALLOW_PRIVATE_UPSTREAMS"] = "true"
         settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True
         emulator_url = f"http://127.0.0.1:{options['emulator_port']}"
-        call_command("seed_demo", emulator_url=emulator_url)
+        base_url = f"http://127.0.0.1:{options['port']}"
+        key = seed_demo(emulator_url=emulator_url, password=DEMO_PASSWORD,
+                        operator_password=OPERATOR_PASSWORD)  # fmt: skip
+        # SIGTERM (e.g. from `timeout` or a process manager) stops the children too.
+        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         procs = self._processes(options, {**os.environ, **metrics_env()})
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"\nUberLLM is up: API http://127.0.0.1:{options['port']}/api/v1 "
-                f"(dashboard http://127.0.0.1:{options['port']}/). Ctrl-C stops everything."
-            )
-        )
+        up = _wait_listening(options["port"], procs)
+        lines = summary_lines(base_url=base_url, password=DEMO_PASSWORD,
+                              operator_password=OPERATOR_PASSWORD, key=key)  # fmt: skip
+        rule = "=" * 78
+        title = "UberLLM is up." if up else "UberLLM started (the gateway is not answering yet)."
+        self.stdout.write("\n" + rule + "\n" + self.style.SUCCESS(title) + "\n")
+        self.stdout.write("\n".join(lines[:-1]))
+        self.stdout.write(self.style.WARNING(lines[-1]))  # the key, last and visible
+        self.stdout.write(rule + "\nCtrl-C stops everything.")
         try:
             while all(p.poll() is None for p in procs):
                 time.sleep(0.5)
@@ -123,3 +112,19 @@ class Command(BaseCommand):
                     proc.wait(10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+
+def _raise_keyboard_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _wait_listening(port: int, procs: list[subprocess.Popen], timeout_s: float = 30) -> bool:
+    """Wait until the gateway accepts connections (so the summary is printed last)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and all(p.poll() is None for p in procs):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.2)
+    return False

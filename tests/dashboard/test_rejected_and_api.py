@@ -1,0 +1,135 @@
+"""Rejected requests (service, selector, page, CSV) and /api/v1/activity (cursor
+pagination, money as exact strings, clean OpenAI-shaped 400s)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+
+from billing import selectors
+from billing.forms import ActivityFilterForm
+from billing.models import Activity, RejectedRequest
+from billing.services import record_rejected_request
+
+from ..support import make_tenant
+from .helpers import JAN, login
+
+pytestmark = pytest.mark.django_db
+
+
+def _reject(tenant, **fields) -> RejectedRequest:
+    values = {"organisation_id": tenant.organisation.id, "api_key_id": tenant.api_key.id,
+              "status": 400, "code": "invalid_request_error", "message": "messages is required",
+              "model_slug": "test/model-a", "created_at": JAN}  # fmt: skip
+    values.update(fields)
+    return record_rejected_request(**values)
+
+
+def test_rejected_service_and_selector_are_scoped():
+    a, b = make_tenant("RejA"), make_tenant("RejB")
+    _reject(a)
+    _reject(a, status=402, code="spend_limit", message="monthly limit reached",
+            created_at=JAN + timedelta(days=2))  # fmt: skip
+    _reject(b, message="B's secret error")
+    record_rejected_request(organisation_id=None, api_key_id=None, status=401,
+                            code="invalid_api_key", message="x", created_at=JAN)  # fmt: skip
+    rows = list(selectors.rejected_list(organisation_id=a.organisation.id))
+    assert [(r.http_status, r.code) for r in rows] == [(402, "spend_limit"),
+                                                      (400, "invalid_request_error")]  # fmt: skip
+    assert selectors.rejected_list(organisation_id=None).count() == 0
+    form = ActivityFilterForm({"status": "rejected", "date_from": "2025-01-11"},
+                              organisation_id=a.organisation.id)  # fmt: skip
+    assert form.is_valid() and form.rejected
+    filtered = selectors.rejected_list(organisation_id=a.organisation.id, filters=form.filters())
+    assert [r.http_status for r in filtered] == [402]
+
+
+def test_rejected_filter_on_activity_page_and_csv():
+    a, b = make_tenant("RejA"), make_tenant("RejB")
+    _reject(a, message="messages: field required")
+    _reject(b, message="B-only error")
+    client = login(a.user)
+    page = client.get("/", {"status": "rejected"})
+    html = page.content.decode()
+    assert page.status_code == 200 and 'id="rejected"' in html
+    assert "messages: field required" in html and "invalid_request_error" in html
+    assert "RejA key" in html and "B-only error" not in html
+    assert 'id="total-rejected">1<' in html
+    rows = list(csv.DictReader(io.StringIO(
+        b"".join(client.get("/activity.csv", {"status": "rejected"}).streaming_content).decode()
+    )))  # fmt: skip
+    assert [(r["http_status"], r["code"], r["api_key"]) for r in rows] == [
+        ("400", "invalid_request_error", "RejA key")
+    ]
+    # The normal view does not list them as calls.
+    assert 'id="rejected"' not in client.get("/").content.decode()
+
+
+def _api(tenant, **params):
+    return Client().get("/api/v1/activity", params,
+                        HTTP_AUTHORIZATION=f"Bearer {tenant.key}")  # fmt: skip
+
+
+def _calls(tenant, count: int) -> None:
+    for i in range(count):
+        Activity.objects.create(
+            request_id=f"gen-{i:03d}", organisation=tenant.organisation, api_key=tenant.api_key,
+            model_slug="m/x", status="success", cost_usd=Decimal("0.0000201900"),
+            created_at=JAN + timedelta(minutes=i // 2),  # pairs share a timestamp
+        )  # fmt: skip
+
+
+# The API authenticates in the gateway's thread pool: the rows must be committed.
+api_db = pytest.mark.django_db(transaction=True)
+
+
+@api_db
+def test_api_activity_cursor_pagination_and_decimals():
+    tenant = make_tenant("Api")
+    _calls(tenant, 7)
+    seen, cursor, pages = [], None, 0
+    while True:
+        body = _api(tenant, limit=3, **({"cursor": cursor} if cursor else {})).json()
+        pages += 1
+        seen += [row["id"] for row in body["data"]]
+        if not body["has_more"]:
+            assert body["next_cursor"] is None
+            break
+        cursor = body["next_cursor"]
+    assert pages == 3
+    assert seen == [f"gen-{i:03d}" for i in reversed(range(7))]  # newest first, no repeat
+    body = _api(tenant, limit=1).json()
+    assert body["data"][0]["total_cost"] == "0.00002019"
+    assert body["totals"]["total_cost"] == "0.00014133"
+    assert body["totals"]["calls"] == 7
+
+
+@api_db
+@pytest.mark.parametrize(
+    ("params", "param", "words"),
+    [
+        ({"date_from": "2025-13-45"}, "date_from", "Enter a valid date"),
+        ({"limit": "0"}, "limit", "from 1 to 500"),
+        ({"cursor": "!!!"}, "cursor", "Invalid cursor"),
+    ],
+)
+def test_api_bad_input_is_a_clean_openai_error(params, param, words):
+    tenant = make_tenant("Api")
+    response = _api(tenant, **params)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["param"] == param and words in error["message"]
+    assert error["type"] == "invalid_request_error"
+    assert "ErrorDetail" not in error["message"] and "{" not in error["message"]
+
+
+@api_db
+def test_api_needs_a_key():
+    response = Client().get("/api/v1/activity")
+    assert response.status_code == 401
+    assert response.json()["error"]["type"] == "authentication_error"
