@@ -285,3 +285,21 @@ def test_rotate_command_and_deploy_check(keys, settings):
     assert credential_keys_check() == []
     _use_keys(settings)
     assert [m.id for m in credential_keys_check()] == ["providers.W001"]
+
+
+def test_no_log_record_carries_the_credential(keys, client, emulator, market, caplog):
+    """Everything logged at DEBUG during a served call and a refused one (httpx,
+    httpcore, uvicorn, the gateway, the upstream's 401) is free of the secret."""
+    alpha = market["alpha"]
+    endpoint_set_credential(endpoint=alpha, secret=SECRET)
+    Endpoint.objects.exclude(pk=alpha.pk).update(enabled=False)
+    catalog_cache.invalidate()
+    with caplog.at_level(logging.DEBUG):
+        emulator.control("alpha", api_key=SECRET)
+        client.chat.completions.create(model=TEST_MODEL, messages=MESSAGES)
+        emulator.control("alpha", api_key="sk-something-else")
+        with pytest.raises(Exception):  # noqa: B017 (the upstream refuses the key)
+            client.chat.completions.create(model=TEST_MODEL, messages=MESSAGES)
+    assert len(caplog.records) > 10
+    assert SECRET not in caplog.text
+    assert all(SECRET not in repr(record.__dict__) for record in caplog.records)
