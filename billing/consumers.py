@@ -40,4 +40,7 @@ class ActivityConsumer(AsyncJsonWebsocketConsumer):
         """The browser only listens; anything it sends is ignored."""
 
     async def activity_update(self, event: dict) -> None:
-        await self.send_json(event["payload"])
+        """One change, or several (the gateway's ledger writer sends one message per
+        organisation and batch of rows)."""
+        for payload in event.get("payloads") or [event["payload"]]:
+            await self.send_json(payload)

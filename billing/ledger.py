@@ -15,7 +15,6 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .live import activity_changed
 from .models import Activity, ApiKey, Attempt
 from .savings import fill_savings
 
@@ -95,9 +94,7 @@ def activity_open(
             "created_at": created_at,
         },
     )
-    # At most one write a minute per key: a busy key's row is not rewritten per request.
-    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=created_at - LAST_USED_RESOLUTION)
-    ApiKey.objects.filter(stale, id=api_key_id).update(last_used_at=created_at)
+    _touch_key(api_key_id, created_at)
 
 
 def _attempt_rows(activity: Activity, attempts: list[AttemptResult]) -> list[Attempt]:
@@ -121,10 +118,16 @@ def _attempt_rows(activity: Activity, attempts: list[AttemptResult]) -> list[Att
 
 
 @transaction.atomic
-def activity_finish(result: CallResult) -> bool:
-    """Finish a pending row with the call's outcome. Returns False if already finished."""
+def activity_finish(result: CallResult, row: OpenRow | None = None) -> bool:
+    """Finish a pending row with the call's outcome; with ``row``, insert the finished
+    row if none exists yet (one INSERT instead of an insert and an update). Returns
+    False if the row was already finished (a replayed finaliser changes nothing)."""
     activity = Activity.objects.select_for_update().filter(request_id=result.request_id).first()
-    if activity is None or activity.status != Activity.Status.PENDING:
+    if activity is None:
+        if row is None:
+            return False
+        activity = _new_activity(row)
+    elif activity.status != Activity.Status.PENDING:
         return False
     for name in (
         "status", "http_status", "endpoint_id", "provider_slug", "prompt_tokens",
@@ -139,22 +142,40 @@ def activity_finish(result: CallResult) -> bool:
     fill_savings(activity)  # list and cheapest-route prices in force now (docs/savings.md)
     activity.save()
     Attempt.objects.bulk_create(_attempt_rows(activity, result.attempts), ignore_conflicts=True)
-    activity_changed(activity)  # live dashboards, after commit (billing/live.py)
+    # Live dashboards hear of it from the ledger writer, one message per organisation
+    # and batch (billing/ledger_writer.py), not one channel-layer call per row.
     return True
+
+
+def _new_activity(row: OpenRow) -> Activity:
+    _touch_key(row.api_key_id, row.created_at)
+    return Activity(
+        request_id=row.request_id, organisation_id=row.organisation_id,
+        api_key_id=row.api_key_id, model_slug=row.model_slug, stream=row.stream,
+        created_at=row.created_at,
+    )  # fmt: skip
+
+
+def _touch_key(api_key_id: int, used_at: datetime) -> None:
+    """At most one write a minute per key: a busy key's row is not rewritten per call."""
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=used_at - LAST_USED_RESOLUTION)
+    ApiKey.objects.filter(stale, id=api_key_id).update(last_used_at=used_at)
 
 
 def ledger_write(items: list[tuple[OpenRow, CallResult | None]]) -> None:
     """Apply a batch of ledger writes in order: open the row, then finish it if a
     result is given. Every step is idempotent, so a batch retried after a failure (the
     database went away half-way) writes each row exactly once."""
+    finished_here = {row.request_id for row, result in items if result is not None}
     for row, result in items:
-        activity_open(
-            request_id=row.request_id, organisation_id=row.organisation_id,
-            api_key_id=row.api_key_id, model_slug=row.model_slug, stream=row.stream,
-            created_at=row.created_at,
-        )  # fmt: skip
         if result is not None:
-            activity_finish(result)
+            activity_finish(result, row)
+        elif row.request_id not in finished_here:  # else one insert of the finished row
+            activity_open(
+                request_id=row.request_id, organisation_id=row.organisation_id,
+                api_key_id=row.api_key_id, model_slug=row.model_slug, stream=row.stream,
+                created_at=row.created_at,
+            )  # fmt: skip
 
 
 def activity_reconcile(*, older_than_s: float) -> int:

@@ -11,14 +11,44 @@ left pending by such a process are closed by the reconciler.
 
 from __future__ import annotations
 
+import asyncio
+
 from billing.ledger import CallResult, OpenRow, ledger_write
 from uberllm.aio import BatchWriter, db_call
 
 _write = db_call(ledger_write)
+NOTIFY_TIMEOUT_S = 1.0
 
 
 async def _flush(batch: list[tuple[OpenRow, CallResult | None]]) -> None:
     await _write(batch)
+    await _notify_dashboards(batch)
+
+
+async def _notify_dashboards(batch: list[tuple[OpenRow, CallResult | None]]) -> None:
+    """Tell live Activity pages of the finished rows: one channel-layer message per
+    organisation and batch; best effort (the page falls back to refreshing)."""
+    from channels.layers import get_channel_layer
+
+    from billing.live import activity_group
+
+    by_organisation: dict[int, list[dict]] = {}
+    for row, result in batch:
+        if result is not None:
+            by_organisation.setdefault(row.organisation_id, []).append({
+                "event": "activity", "request_id": row.request_id, "status": result.status,
+                "model": row.model_slug, "provider": result.provider_slug,
+            })  # fmt: skip
+    layer = get_channel_layer()
+    if layer is None or not by_organisation:
+        return
+    try:
+        async with asyncio.timeout(NOTIFY_TIMEOUT_S):
+            for organisation_id, payloads in by_organisation.items():
+                message = {"type": "activity.update", "payloads": payloads}
+                await layer.group_send(activity_group(organisation_id), message)
+    except Exception:  # noqa: S110 - a dashboard missing an update refreshes itself
+        pass
 
 
 ledger_writer: BatchWriter[tuple[OpenRow, CallResult | None]] = BatchWriter(
@@ -32,3 +62,27 @@ def queue_open(row: OpenRow) -> None:
 
 def queue_finish(row: OpenRow, result: CallResult) -> None:
     ledger_writer.put((row, result))
+
+
+def _record_rejected_batch(batch: list[dict]) -> None:
+    from billing.services import record_rejected_request
+
+    for fields in batch:
+        record_rejected_request(**fields)
+
+
+_record_rejected = db_call(_record_rejected_batch)
+
+
+async def _flush_rejected(batch: list[dict]) -> None:
+    await _record_rejected(batch)
+
+
+rejected_writer: BatchWriter[dict] = BatchWriter(
+    "rejected-requests", _flush_rejected, max_items=100_000, batch_size=100, retry=False
+)
+
+
+def queue_rejected(**fields) -> None:
+    """A 4xx the chat endpoint answered to an identified key (shown on Activity)."""
+    rejected_writer.put(fields)

@@ -7,7 +7,6 @@ import logging
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +38,3 @@ def activity_payload(activity) -> dict:
         "model": activity.model_slug,
         "provider": activity.provider_slug,
     }
-
-
-def activity_changed(activity) -> None:
-    """Notify once the current transaction commits (the page then reads the new row)."""
-    payload = activity_payload(activity)
-    organisation_id = activity.organisation_id
-    transaction.on_commit(lambda: notify_activity(organisation_id, payload))

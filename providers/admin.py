@@ -1,7 +1,12 @@
 from django import forms
 from django.contrib import admin, messages
 
-from .admin_tools import CompactEndpointInlineMixin, EndpointToolsMixin, ModelPriceMixin
+from .admin_tools import (
+    CompactEndpointInlineMixin,
+    EndpointForm,
+    EndpointToolsMixin,
+    ModelPriceMixin,
+)
 from .credentials import origin_of, seal
 from .endpoint_check import endpoint_check
 from .models import Endpoint, Model, Provider
@@ -14,7 +19,7 @@ HOST_CHANGED = (
 )
 
 
-class EndpointAdminForm(forms.ModelForm):
+class EndpointAdminForm(EndpointForm):
     """The endpoint with a write-only credential: stored encrypted, never rendered back."""
 
     credential = forms.CharField(
@@ -28,7 +33,7 @@ class EndpointAdminForm(forms.ModelForm):
 
     class Meta:
         model = Endpoint
-        fields = "__all__"  # noqa: DJ007 (credential_encrypted is not editable)
+        fields = "__all__"
 
     def clean(self):
         cleaned = super().clean()

@@ -5,6 +5,8 @@ Mixins, so providers/admin.py only names them in its class bases."""
 
 from __future__ import annotations
 
+import copy
+
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
@@ -146,8 +148,11 @@ class CompactEndpointInlineMixin(CatalogWidgetsMixin):
 
     def get_formset(self, request, obj=None, **kwargs):
         formset = super().get_formset(request, obj, **kwargs)
-        for form_field in formset.form.base_fields.values():
+        # Copies: the declared fields are shared with the form class the change page uses.
+        fields = {name: copy.copy(field) for name, field in formset.form.base_fields.items()}
+        for form_field in fields.values():
             form_field.help_text = ""  # the unit is in the label; help rows widen the table
+        formset.form.base_fields = fields
         return formset
 
 

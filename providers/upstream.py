@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import aiohttp
 from django.conf import settings
@@ -46,15 +46,19 @@ class UpstreamError(Exception):
 @dataclass(frozen=True, slots=True)
 class UpstreamCall:
     url: str
-    body: bytes
-    authorization: str | None
+    body: bytes = field(repr=False)
+    authorization: str | None = field(repr=False)  # a secret: never in a repr or log
 
 
 def _new_session() -> aiohttp.ClientSession:
+    from providers.netguard import guarded_connector
+
     conf = settings.UBERLLM
-    connector = aiohttp.TCPConnector(
+    # Every resolved address and every socket opened is checked against the egress rules
+    # (DNS rebinding, IP-literal URLs): providers/netguard.py, docs/security.md.
+    connector = guarded_connector(
         limit=conf["UPSTREAM_MAX_CONNECTIONS"], limit_per_host=0, ttl_dns_cache=60,
-        resolver=_resolver(), enable_cleanup_closed=False,
+        enable_cleanup_closed=False,
     )  # fmt: skip
     read = max(conf["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"], conf["UPSTREAM_IDLE_TIMEOUT_S"])
     timeout = aiohttp.ClientTimeout(
@@ -64,15 +68,6 @@ def _new_session() -> aiohttp.ClientSession:
         connector=connector, timeout=timeout, auto_decompress=False, trust_env=False,
         skip_auto_headers=("User-Agent",), raise_for_status=False,
     )  # fmt: skip
-
-
-def _resolver():
-    """The connect-time guard against internal addresses (DNS rebinding), if present."""
-    try:
-        from providers.netguard import GuardedResolver
-    except ImportError:
-        return None
-    return GuardedResolver()
 
 
 def _session() -> aiohttp.ClientSession:

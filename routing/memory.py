@@ -39,6 +39,7 @@ from .models import SpeedSample
 from .shared import key, shared_kv
 
 logger = logging.getLogger(__name__)
+KEEP_WARM_S = 10.0  # refresh while requests came within this long
 MAX_PREFIXES = 200_000  # remembered (prefix hash) entries kept per process
 PREFIX_LOOKBACK = 16
 
@@ -92,6 +93,7 @@ class RoutingMemory:
     tokens: TokenEstimator = field(default_factory=TokenEstimator)
     outputs: OutputEstimator = field(default_factory=OutputEstimator)
     refreshed_at: float = 0.0  # monotonic time of the last complete refresh
+    used_at: float = 0.0  # monotonic time of the last request that read the snapshot
     store_errors: int = 0  # consecutive failed refreshes
 
     # --- reads (the request path) --------------------------------------------------------
@@ -160,6 +162,14 @@ class RoutingMemory:
 memory = RoutingMemory()
 
 
+def expire_snapshot() -> None:
+    """The next request waits (briefly) for a fresh refresh of the shared state: what
+    every process learnt so far is then in the snapshot (tests use it instead of
+    sleeping through the refresh period)."""
+    memory.refreshed_at = 0.0
+    refresher.reset()
+
+
 def reset_memory() -> None:
     """Forget everything this process learnt (tests; the shared stores keep theirs)."""
     fresh = RoutingMemory()
@@ -187,9 +197,12 @@ class Refresher:
         """Start the refresher; on a cold start (nothing loaded yet) wait, at most
         ``timeout_s``, for its first refresh, so a new process does not route blind."""
         self.ensure_started()
-        if memory.refreshed_at:
-            return
+        now = memory.used_at = time.monotonic()
         loop = asyncio.get_running_loop()
+        if memory.refreshed_at:
+            if now - memory.refreshed_at > KEEP_WARM_S:
+                self._wake[loop].set()  # back from a quiet spell: refresh now, don't wait
+            return
         first = self._first[loop]
         self._wake[loop].set()
         try:
@@ -228,8 +241,10 @@ class Refresher:
                                    exc)  # fmt: skip
             first.set()
             wake.clear()
+            # A quiet process sleeps until its next request: no idle CPU, no idle queries.
+            quiet = time.monotonic() - memory.used_at > KEEP_WARM_S
             try:
-                async with asyncio.timeout(period + backoff):
+                async with asyncio.timeout(None if quiet else period + backoff):
                     await wake.wait()
             except TimeoutError:
                 pass

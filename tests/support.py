@@ -121,6 +121,15 @@ def wait_background_idle(timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+def wait_learnt() -> None:
+    """Everything the gateway learnt so far is written to the shared stores, and its
+    next request plans with a snapshot refreshed from them."""
+    from routing.memory import expire_snapshot
+
+    wait_background_idle()
+    expire_snapshot()
+
+
 def reset_process_caches(test_name: str) -> None:
     """Drop in-process caches and namespace the shared store for this test, so tests
     cannot see each other's catalog, keys, marks or prefixes."""

@@ -16,11 +16,14 @@ import asyncio
 import logging
 from typing import Any
 
+import orjson
 from django.conf import settings
+from django.utils import timezone
 
 from billing.auth import KeyPrincipal
+from billing.ledger_writer import queue_rejected
 from uberllm import events, metrics
-from uberllm.logs import bind_generation_id
+from uberllm.logs import bind_generation_id, unbind_generation_id
 
 from ..errors import GatewayError
 from .accept import accept, require_key
@@ -100,6 +103,19 @@ async def _watch_disconnect(receive, task: asyncio.Task, out: Responder) -> None
             return
 
 
+def _record_rejection(principal: KeyPrincipal, error: GatewayError, body: bytes) -> None:
+    """Refused requests of an identified key appear on its Activity ("rejected")."""
+    try:
+        model = orjson.loads(body).get("model") if body else ""
+    except (orjson.JSONDecodeError, AttributeError):
+        model = ""
+    queue_rejected(
+        organisation_id=principal.organisation_id, api_key_id=principal.api_key_id,
+        status=error.status, code=str(error.code or ""), message=error.message,
+        model_slug=model if isinstance(model, str) else "", created_at=timezone.now(),
+    )  # fmt: skip
+
+
 class ChatApp:
     """ASGI app for ``POST /api/v1/chat/completions``."""
 
@@ -131,17 +147,21 @@ class ChatApp:
             admission.leave()
 
     async def _handle(self, scope: dict[str, Any], receive, out: Responder) -> None:
+        principal: KeyPrincipal | None = None
+        body = b""
         try:
             body = await read_body(scope, receive)
             if not _content_type_ok(scope):
                 raise GatewayError(415, "Content-Type must be application/json.")
-            principal: KeyPrincipal = await require_key(_header(scope, b"authorization"))
+            principal = await require_key(_header(scope, b"authorization"))
             accepted = await accept(principal, body)
         except GatewayError as exc:
             await out.error(exc)
+            if principal is not None and 400 <= exc.status < 500:
+                _record_rejection(principal, exc, body)
             return
         start(accepted)
-        bind_generation_id(accepted.request_id)
+        log_context = bind_generation_id(accepted.request_id)
         metrics.set_inflight(admission.in_flight)
         task = asyncio.current_task()
         assert task is not None
@@ -150,6 +170,7 @@ class ChatApp:
             await LiveCall(accepted, out).run()
         finally:
             watcher.cancel()
+            unbind_generation_id(log_context)
 
 
 chat_app = ChatApp()

@@ -54,10 +54,17 @@ class LiveAttempt:
         cached = accepted.cached_tokens.get(self.route.endpoint_id, 0)
         return accepted.prompt_tokens_estimate, cached, self.rewriter.completion_chunks, True
 
+    def cache_write_tokens(self) -> int:
+        """Prompt tokens the provider wrote to its cache (billed at the cache-write price)."""
+        usage = self.rewriter.usage or {}
+        details = usage.get("prompt_tokens_details") or {}
+        return int(details.get("cache_write_tokens") or 0)
+
     def cost(self, accepted) -> tuple[Decimal, int, int, int, bool]:
         prompt, cached, completion, estimated = self.usage_numbers(accepted)
         cost = call_cost(prices=self.route.prices, prompt_tokens=prompt, cached_tokens=cached,
-                         completion_tokens=completion)  # fmt: skip
+                         completion_tokens=completion,
+                         cache_write_tokens=self.cache_write_tokens())  # fmt: skip
         return cost, prompt, cached, completion, estimated
 
     async def aclose(self) -> None:

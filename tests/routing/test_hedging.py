@@ -1,7 +1,6 @@
 """Hedging long streaming prompts (R3) against the emulator: the race, the loser's
 cancellation, who pays for what, the daily budget, keep-alive comments."""
 
-import time
 from decimal import Decimal
 
 import httpx
@@ -12,7 +11,7 @@ from billing.models import Activity
 from routing import budget
 from routing.models import HedgeBudgetDay
 
-from ..support import TEST_MODEL, wait_finished_rows
+from ..support import TEST_MODEL, wait_finished_rows, wait_learnt
 from .test_smart_live import LONG, fresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,7 +36,7 @@ def _measure_both_fast(client):
                 extra_body={"provider": {"order": [slug], "allow_fallbacks": False}},
             )  # fmt: skip
     wait_finished_rows(9)
-    time.sleep(settings.UBERLLM["SPEED_CACHE_TTL_S"] + 0.1)
+    wait_learnt()
 
 
 def _stream_text(client, messages) -> tuple[str, str, str]:

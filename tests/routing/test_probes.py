@@ -12,7 +12,7 @@ from routing.models import ProbeResult, SpeedSample
 from routing.tasks import probe_endpoint_task, probe_endpoints_task
 from uberllm.celery import app as celery_app
 
-from ..support import database_url
+from ..support import database_url, wait_learnt
 from .test_smart_live import LONG, SHORT, _served, fresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -80,7 +80,7 @@ def test_slowdown_at_one_size_moves_only_long_prompts(client, emulator, probe_se
     assert SpeedSample.objects.filter(endpoint__provider__slug="alpha", is_probe=True,
                                       restarts_window=True).count() == 1  # fmt: skip
     assert alpha.ttft_ms > 1000
-    time.sleep(settings.UBERLLM["SPEED_CACHE_TTL_S"] + 0.1)
+    wait_learnt()
     assert _served(client, fresh(LONG)) == "bravo"
     assert _served(client, fresh(SHORT)) == "alpha"
 

@@ -6,7 +6,13 @@ import time
 import pytest
 from django.conf import settings
 
-from ..support import TEST_MODEL, SubprocessGateway, wait_background_idle, wait_finished_rows
+from ..support import (
+    TEST_MODEL,
+    SubprocessGateway,
+    wait_background_idle,
+    wait_finished_rows,
+    wait_learnt,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LONG = [{"role": "user", "content": "x" * 140_000}]  # ~35k tokens: the 32k-128k bucket
@@ -39,7 +45,7 @@ def _learn_speeds(client, emulator) -> None:
                 pinned = {"order": [slug], "allow_fallbacks": False}
                 assert _served(client, fresh(messages), **pinned) == slug
     wait_finished_rows(18)
-    time.sleep(settings.UBERLLM["SPEED_CACHE_TTL_S"] + 0.1)  # the speed cache refreshes
+    wait_learnt()  # the speed snapshot refreshes
 
 
 def test_slow_cheapest_loses_long_prompts_keeps_short_ones(client, emulator):
@@ -107,8 +113,7 @@ def test_consecutive_refusals_lengthen_the_unusable_window(client, emulator):
         for slug in ("alpha", "bravo"):  # both measured: alpha is the cheapest fast enough
             for _ in range(3):
                 _served(client, fresh(SHORT), order=[slug], allow_fallbacks=False)
-        wait_background_idle()
-        time.sleep(conf["SPEED_CACHE_TTL_S"])
+        wait_learnt()
         emulator.reset()
         emulator.control("alpha", status_override=429)
         assert _served(client, fresh(SHORT)) == "bravo"  # 1st refusal: out for 0.4 s

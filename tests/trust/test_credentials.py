@@ -202,8 +202,7 @@ def _admin_post_data(endpoint: Endpoint, **changes) -> dict:
         "provider": endpoint.provider_id, "model": endpoint.model_id,
         "base_url": endpoint.base_url, "upstream_model": endpoint.upstream_model,
         "credential_env": endpoint.credential_env, "context_length": endpoint.context_length,
-        "max_output_tokens": "", "supported_parameters": json.dumps(
-            endpoint.supported_parameters),
+        "max_output_tokens": "", "supported_parameters": list(endpoint.supported_parameters),
         "price_input": endpoint.price_input, "price_cache_read": endpoint.price_cache_read,
         "price_cache_write": endpoint.price_cache_write, "price_output": endpoint.price_output,
         "cache_ttl_s": endpoint.cache_ttl_s, "enabled": "on", "credential": "",
