@@ -33,7 +33,8 @@ from uberllm.aio import db_call, run_service
 
 from .core.marks import unusable_window
 from .core.prefix import PrefixHashes
-from .core.speed import SpeedSummary, summarise
+from .core.speed import SpeedBook, SpeedSummary, summarise
+from .core.speed import SpeedSample as CoreSample
 from .core.tokens import OutputEstimator, TokenEstimator
 from .models import SpeedSample
 from .shared import key, shared_kv
@@ -71,6 +72,71 @@ def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
             throughput[endpoint_id].append(tps)
     medians = {eid: sorted(v)[len(v) // 2] for eid, v in throughput.items()}
     return summarise(samples, medians)
+
+
+class SpeedFeed:
+    """The speed summary kept up to date incrementally: each refresh reads only the
+    samples written since the previous one (all processes' and probes'), into a
+    ``SpeedBook`` with the same window rules as ``load_speed_summary``; a full reload
+    every ``FULL_RELOAD_S`` bounds any drift. Reading every sample of the last hours
+    each second cost a gateway most of a core once traffic had written a few thousand.
+
+    Ids are read with an overlap (a row committed late with a lower id than one already
+    read is still picked up), and each id is applied once.
+    """
+
+    FULL_RELOAD_S = 300.0
+    OVERLAP_IDS = 5_000
+    BATCH = 20_000
+
+    def __init__(self) -> None:
+        self.book: SpeedBook | None = None
+        self.last_id = 0
+        self.full_at = 0.0
+        self._seen: set[int] = set()
+
+    def _apply(self, rows) -> None:
+        assert self.book is not None
+        for row_id, endpoint_id, bucket, ttft_ms, tps, restarts, created_at in rows:
+            if row_id in self._seen:
+                continue
+            self._seen.add(row_id)
+            if restarts:
+                self.book.restart(endpoint_id, bucket)
+            self.book.record(
+                endpoint_id, bucket, CoreSample(created_at.timestamp(), ttft_ms / 1000)
+            )
+            if tps:
+                self.book.record_throughput(endpoint_id, tps)
+            self.last_id = max(self.last_id, row_id)
+        floor = self.last_id - self.OVERLAP_IDS
+        if len(self._seen) > 4 * self.OVERLAP_IDS:
+            self._seen = {i for i in self._seen if i > floor}
+
+    def load(self) -> SpeedSummary:
+        """The current summary (sync: runs in a database thread)."""
+        conf = settings.UBERLLM
+        now = time.time()
+        fields = ("id", "endpoint_id", "bucket", "ttft_ms", "output_tokens_per_s",
+                  "restarts_window", "created_at")  # fmt: skip
+        if self.book is None or now - self.full_at > self.FULL_RELOAD_S:
+            self.book = SpeedBook(conf["SPEED_WINDOW_SIZE"], conf["SPEED_MAX_AGE_S"])
+            self.last_id, self._seen, self.full_at = 0, set(), now
+            since = timezone.now() - timedelta(seconds=conf["SPEED_MAX_AGE_S"])
+            ranked = (
+                SpeedSample.objects.filter(created_at__gte=since)
+                .annotate(
+                    rank=Window(
+                        RowNumber(), partition_by=[F("endpoint_id"), F("bucket")], order_by="-id"
+                    )
+                )
+                .filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
+            )
+            self._apply(ranked.order_by("id").values_list(*fields))
+        else:
+            newer = SpeedSample.objects.filter(id__gt=self.last_id - self.OVERLAP_IDS)
+            self._apply(newer.order_by("id").values_list(*fields)[: self.BATCH])
+        return self.book.summary(now)
 
 
 def prefixes_to_check(hashes: PrefixHashes) -> PrefixHashes:
@@ -187,9 +253,11 @@ class Refresher:
         self._first: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
         self._wake: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
         self._prefix_log_id = "$"
+        self.speed_feed = SpeedFeed()
 
     def reset(self) -> None:
         self._prefix_log_id = "$"
+        self.speed_feed = SpeedFeed()
         for event in self._first.values():
             event.clear()
 
@@ -254,7 +322,7 @@ class Refresher:
         from .catalog import catalog_cache
 
         ids = sorted(eid for model in catalog_cache.snapshot().values() for eid in model.by_id)
-        memory.speed = await db_call(load_speed_summary)(ids)
+        memory.speed = await db_call(self.speed_feed.load)()
         day = utc_today()
         memory.hedge_budget_remaining_usd = float(await db_call(hedge_budget_left_usd)(day))
         memory.hedge_budget_day = day
