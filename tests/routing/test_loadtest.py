@@ -198,3 +198,21 @@ async def test_client_cut_after_headers_before_a_token(emulator) -> None:
         emulator.wait_for, lambda r: r["status"] == "cancelled", provider="p"
     )
     assert record["completion_tokens_sent"] == 0
+
+
+@pytest.mark.django_db
+def test_per_request_keys_and_rows_of_the_loadtest_organisation() -> None:
+    from billing.keys import parse_key, secret_matches
+    from billing.models import ApiKey
+    from routing.benchmark import rows as ledger
+
+    org = ledger.organisation()
+    keys = ledger.create_keys(org, 3, "loadtest t")
+    assert len({key_id for key_id, _ in keys}) == 3
+    for key_id, plaintext in keys:
+        stored = ApiKey.objects.get(id=key_id)
+        parsed = parse_key(plaintext)
+        assert parsed.prefix == stored.prefix and secret_matches(parsed.secret, stored.secret_hash)
+        assert stored.organisation == org and stored.last_used_at is not None
+    assert ledger.organisation() == org  # a second run starts empty
+    assert not ApiKey.objects.filter(organisation=org).exists()
