@@ -24,7 +24,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("scenarios", nargs="*", help=f"of {', '.join(SCENARIOS)} (all)")
-        parser.add_argument("--workers", type=int, help="gateway processes (as make run: 2 here)")
+        parser.add_argument(
+            "--workers", type=int, help="gateway processes (as make run: 2+ with REDIS_URL, else 1)"
+        )
         parser.add_argument("--streams", type=int, default=1500, help="cuts: requests (1500)")
         parser.add_argument("--concurrency", type=int, default=500, help="cuts: streams (500)")
         parser.add_argument("--cut-share", type=float, default=0.3, help="cuts: share cut (0.3)")
