@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from routing.benchmark.loadtest import SCENARIOS, Options, run
+from routing.management.commands.bench_overhead import gateway_workers
 
 
 class Command(BaseCommand):
@@ -23,7 +24,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("scenarios", nargs="*", help=f"of {', '.join(SCENARIOS)} (all)")
-        parser.add_argument("--workers", type=int, default=2, help="gateway processes (2)")
+        parser.add_argument(
+            "--workers", type=int, help="gateway processes (as make run: 2+ with REDIS_URL, else 1)"
+        )
         parser.add_argument("--streams", type=int, default=1500, help="cuts: requests (1500)")
         parser.add_argument("--concurrency", type=int, default=500, help="cuts: streams (500)")
         parser.add_argument("--cut-share", type=float, default=0.3, help="cuts: share cut (0.3)")
@@ -60,7 +63,7 @@ class Command(BaseCommand):
         database_url = self._sqlite_file(base)
         load = Options(
             scenarios=options["scenarios"] or list(SCENARIOS),
-            workers=options["workers"],
+            workers=options["workers"] or gateway_workers(),
             streams=options["streams"],
             concurrency=options["concurrency"],
             cut_share=options["cut_share"],
