@@ -46,3 +46,11 @@ def activity_changed(activity) -> None:
     payload = activity_payload(activity)
     organisation_id = activity.organisation_id
     transaction.on_commit(lambda: notify_activity(organisation_id, payload))
+
+
+def activity_opened(*, organisation_id: int, request_id: str, model_slug: str) -> None:
+    """For the gateway after ``activity_open`` (a call, e.g. a stream, is in progress):
+    the organisation's Activity pages show the pending row at once."""
+    payload = {"event": "activity", "request_id": request_id, "status": "pending",
+               "model": model_slug, "provider": ""}  # fmt: skip
+    transaction.on_commit(lambda: notify_activity(organisation_id, payload))
