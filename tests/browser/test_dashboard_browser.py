@@ -297,6 +297,15 @@ def _narrow(page, base, username, reply_id):
     page.goto(f"{base}/usage/")
     page.wait_for_function("() => window.Chart && Chart.getChart('chart-daily') !== undefined")
     _shot(page, "14-usage-390")
+    page.click("#nav-toggle")
+    page.click("header nav >> text=API keys")
+    page.wait_for_url(f"{base}/keys/")
+    assert _no_horizontal_overflow(page)
+    _shot(page, "15-keys-390")
+    page.goto(f"{base}/members/")
+    _shot(page, "16-members-390")
+    page.goto(f"{base}/usage/")
+    page.wait_for_function("() => window.Chart && Chart.getChart('chart-daily') !== undefined")
     wide = page.evaluate(
         "() => [...document.querySelectorAll('main *')].filter("
         "el => el.getBoundingClientRect().right > window.innerWidth + 1).map("
