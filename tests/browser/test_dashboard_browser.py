@@ -281,6 +281,7 @@ def _narrow(page, base, username, reply_id):
     card = page.locator(f'tr[data-request-id="{reply_id}"]')
     assert page.evaluate("(el) => getComputedStyle(el).display", card.element_handle()) == "block"
     assert not page.locator("#activity thead").is_visible()
+    assert not page.locator("#filters").is_visible()  # behind "Filters" on a phone
     label = page.evaluate(
         "(td) => getComputedStyle(td, '::before').content", card.locator("td.cost").element_handle()
     )
