@@ -92,6 +92,10 @@ class ActivityListApi(APIView):
         form = ActivityFilterForm(params, organisation_id=organisation_id)
         if not form.is_valid():
             raise ValidationError(form.errors.get_json_data())
+        if form.rejected:
+            raise ValidationError(
+                {"status": ["Rejected requests are listed on the dashboard, not by this API."]}
+            )
         limit = _limit(params.get("limit"))
         after = decode_cursor(params["cursor"]) if params.get("cursor") else None
         queryset = selectors.activity_list(organisation_id=organisation_id, filters=form.filters())

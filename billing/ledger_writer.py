@@ -33,12 +33,15 @@ async def _notify_dashboards(batch: list[tuple[OpenRow, CallResult | None]]) -> 
     from billing.live import activity_group
 
     by_organisation: dict[int, list[dict]] = {}
+    finished = {row.request_id for row, result in batch if result is not None}
     for row, result in batch:
-        if result is not None:
-            by_organisation.setdefault(row.organisation_id, []).append({
-                "event": "activity", "request_id": row.request_id, "status": result.status,
-                "model": row.model_slug, "provider": result.provider_slug,
-            })  # fmt: skip
+        if result is None and row.request_id in finished:
+            continue  # opened and finished in this batch: one event
+        status, provider = (result.status, result.provider_slug) if result else ("pending", "")
+        by_organisation.setdefault(row.organisation_id, []).append({
+            "event": "activity", "request_id": row.request_id, "status": status,
+            "model": row.model_slug, "provider": provider,
+        })  # fmt: skip
     layer = get_channel_layer()
     if layer is None or not by_organisation:
         return

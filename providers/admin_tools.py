@@ -6,6 +6,7 @@ Mixins, so providers/admin.py only names them in its class bases."""
 from __future__ import annotations
 
 import copy
+from decimal import Decimal, InvalidOperation
 
 from django import forms
 from django.contrib import admin
@@ -39,9 +40,22 @@ PRICE_FIELDS = {
     "list_price_cache_read": "list cache read", "list_price_output": "list output",
 }  # fmt: skip
 NARROW = {
-    "base_url": "width:17em", "upstream_model": "width:10em", "credential_env": "width:9em",
-    "context_length": "width:6.5em", "max_output_tokens": "width:6em", "cache_ttl_s": "width:4.5em",
+    "base_url": "width:12em", "upstream_model": "width:10em", "credential_env": "width:7.5em",
+    "context_length": "width:5em", "max_output_tokens": "width:5em",
+    "cache_ttl_s": "width:3.5em",
 }  # fmt: skip
+
+
+class PriceInput(forms.NumberInput):
+    """A price without the six trailing decimals the column stores (0.1, not 0.100000)."""
+
+    def format_value(self, value):
+        if value in (None, ""):
+            return super().format_value(value)
+        try:
+            return f"{Decimal(str(value)).normalize():f}"
+        except InvalidOperation:
+            return super().format_value(value)
 
 
 class EndpointForm(forms.ModelForm):
@@ -85,7 +99,7 @@ class CatalogWidgetsMixin:
         if db_field.name in PRICE_FIELDS:
             field.label = f"{PRICE_FIELDS[db_field.name]} ($/1M)"
             field.help_text = PRICE_UNIT
-            field.widget.attrs.update(style="width:6.5em", step="any")
+            field.widget = PriceInput(attrs={"style": "width:5em", "step": "any"})
         elif db_field.name in NARROW:
             field.widget.attrs.update(style=NARROW[db_field.name])
         return field
@@ -145,6 +159,18 @@ class PriceHistoryMixin:
 
 class CompactEndpointInlineMixin(CatalogWidgetsMixin):
     form = EndpointForm
+
+    class Media:
+        css = {"all": ("providers/admin_tools.css",)}
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "provider" and field is not None:
+            # No add/change/view icons in each row: they wrap under the select.
+            widget = field.widget
+            widget.can_add_related = widget.can_change_related = False
+            widget.can_view_related = widget.can_delete_related = False
+        return field
 
     def get_formset(self, request, obj=None, **kwargs):
         formset = super().get_formset(request, obj, **kwargs)

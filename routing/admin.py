@@ -5,6 +5,8 @@ from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import path
 
+from billing.templatetags.dashboard import usd
+
 from .models import HedgeBudgetDay, ProbeResult, SpeedSample
 
 
@@ -22,13 +24,13 @@ class HedgeBudgetDayAdmin(ReadOnlyAdmin):
 
     list_display = ("day", "spent", "budget", "share_spent", "hedges")
 
-    @admin.display(description="spent (USD)")
+    @admin.display(description="spent")
     def spent(self, obj: HedgeBudgetDay) -> str:
-        return f"{obj.spent_usd:.6f}"
+        return usd(obj.spent_usd)
 
-    @admin.display(description="budget (USD)")
+    @admin.display(description="budget")
     def budget(self, obj: HedgeBudgetDay) -> str:
-        return f"{obj.budget_usd:.6f}"
+        return usd(obj.budget_usd)
 
     @admin.display(description="spent")
     def share_spent(self, obj: HedgeBudgetDay) -> str:

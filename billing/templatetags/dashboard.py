@@ -63,7 +63,9 @@ def savings_text(savings) -> str:
         else:
             parts.append(f"{usd_short(-savings.vs_list)} above list")
     if savings.vs_cheapest is not None:
-        if savings.vs_cheapest >= 0:
+        if savings.vs_cheapest == 0:
+            parts.append("the cheapest-input route's price")
+        elif savings.vs_cheapest > 0:
             parts.append(f"{usd_short(savings.vs_cheapest)} below the cheapest-input route")
         else:
             amount = usd_short(-savings.vs_cheapest)

@@ -42,12 +42,7 @@ def activity_list_view(request: HttpRequest) -> HttpResponse:
         "nav": "activity",
     }
     if form.rejected:
-        rejected = selectors.rejected_list(
-            organisation_id=request.organisation.id, filters=form.filters()
-        )
-        context["page"] = Paginator(rejected, PAGE_SIZE).get_page(request.GET.get("page"))
-        context["rejected"] = True
-        context["rejected_count"] = rejected.count()
+        context.update(_rejected_context(request, form))
         return render(request, "dashboard/activity.html", context)
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     for activity in page:
@@ -56,6 +51,15 @@ def activity_list_view(request: HttpRequest) -> HttpResponse:
     context["totals"] = selectors.activity_totals(queryset)
     context["any_estimated"] = any(activity.usage_estimated for activity in page)
     return render(request, "dashboard/activity.html", context)
+
+
+def _rejected_context(request: HttpRequest, form: ActivityFilterForm) -> dict:
+    """The "rejected" view of Activity: refused requests instead of calls."""
+    rejected = selectors.rejected_list(
+        organisation_id=request.organisation.id, filters=form.filters()
+    )
+    page = Paginator(rejected, PAGE_SIZE).get_page(request.GET.get("page"))
+    return {"page": page, "rejected": True, "rejected_count": page.paginator.count}
 
 
 @organisation_required

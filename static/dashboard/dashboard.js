@@ -44,3 +44,10 @@
     toggle.setAttribute("aria-expanded", open ? "true" : "false");
   });
 })();
+
+// Activity filters: open on wide screens; on a phone a "Filters" toggle (open when active).
+(function () {
+  "use strict";
+  var box = document.getElementById("filters-box");
+  if (box && window.matchMedia("(min-width: 761px)").matches) box.open = true;
+})();

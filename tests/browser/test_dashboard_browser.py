@@ -61,6 +61,10 @@ def browser_page(sync_api, width: int = 1366, height: int = 900):
             "console",
             lambda msg: msg.type == "error" and problems.append(f"console: {msg.text}"),
         )
+        page.on(
+            "response",
+            lambda r: r.status == 404 and problems.append(f"404: {r.url}"),
+        )
         page.on("dialog", lambda dialog: dialog.accept())  # the revoke confirmation
         try:
             yield page, problems
@@ -277,6 +281,7 @@ def _narrow(page, base, username, reply_id):
     card = page.locator(f'tr[data-request-id="{reply_id}"]')
     assert page.evaluate("(el) => getComputedStyle(el).display", card.element_handle()) == "block"
     assert not page.locator("#activity thead").is_visible()
+    assert not page.locator("#filters").is_visible()  # behind "Filters" on a phone
     label = page.evaluate(
         "(td) => getComputedStyle(td, '::before').content", card.locator("td.cost").element_handle()
     )
@@ -293,9 +298,91 @@ def _narrow(page, base, username, reply_id):
     page.goto(f"{base}/usage/")
     page.wait_for_function("() => window.Chart && Chart.getChart('chart-daily') !== undefined")
     _shot(page, "14-usage-390")
+    page.click("#nav-toggle")
+    page.click("header nav >> text=API keys")
+    page.wait_for_url(f"{base}/keys/")
+    assert _no_horizontal_overflow(page)
+    _shot(page, "15-keys-390")
+    page.goto(f"{base}/members/")
+    _shot(page, "16-members-390")
+    page.goto(f"{base}/usage/")
+    page.wait_for_function("() => window.Chart && Chart.getChart('chart-daily') !== undefined")
     wide = page.evaluate(
         "() => [...document.querySelectorAll('main *')].filter("
         "el => el.getBoundingClientRect().right > window.innerWidth + 1).map("
         "el => el.tagName + '#' + el.id + '.' + el.className).slice(0, 5)"
     )
     assert wide == [] and _no_horizontal_overflow(page), wide
+
+
+def test_operator_admin_in_a_browser(playwright_api, gateway, client, market):
+    """The operator (a superuser with no organisation): the compact endpoints inline,
+    a price edit kept in the history with who made it, the endpoint health panel."""
+    from decimal import Decimal
+
+    from django.contrib.auth import get_user_model
+
+    from routing.models import ProbeResult
+
+    for i in range(3):
+        stream = client.chat.completions.create(
+            model=TEST_MODEL, messages=[{"role": "user", "content": f"health {i}"}],
+            stream=True, stream_options={"include_usage": True},
+        )  # fmt: skip
+        for _ in stream:
+            pass
+    wait_finished_rows(3)
+    alpha = market["alpha"]
+    ProbeResult.objects.create(cycle=1, endpoint=alpha, prompt_tokens=1000, status="ok",
+                               ttft_ms=140, cost_usd=Decimal("0.0001003"))  # fmt: skip
+    get_user_model().objects.create_user("operator", password=PASSWORD, is_staff=True,
+                                         is_superuser=True)  # fmt: skip
+    base = gateway.base_url
+    with browser_page(playwright_api) as (page, problems):
+        page.goto(f"{base}/admin/login/")
+        page.fill("#id_username", "operator")
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        page.wait_for_url(f"{base}/admin/")
+
+        # The model page: endpoints inline fits the screen, prices carry their unit.
+        page.goto(f"{base}/admin/providers/model/{alpha.model_id}/change/")
+        inline = page.locator(".inline-group table").first
+        box = inline.bounding_box()
+        widths = page.evaluate(
+            "() => [...document.querySelectorAll('.inline-group table tbody tr.has_original')[0]"
+            ".children].map(td => td.className + ':' + Math.round(td.getBoundingClientRect().width)"
+            " + ':' + td.innerHTML.length)"
+        )
+        assert box["x"] + box["width"] <= 1366, (box, widths)
+        assert _no_horizontal_overflow(page)
+        assert "INPUT ($/1M)" in inline.inner_text().upper()
+        _shot(page, "21-admin-model-inline-1366")
+
+        # A price edit: kept with who made it.
+        page.goto(f"{base}/admin/providers/endpoint/{alpha.id}/change/")
+        assert page.locator('input[name="supported_parameters"][value="tools"]').is_checked()
+        page.fill("#id_price_input", "0.11")
+        page.click("input[name=_continue]")
+        page.wait_for_selector(".messagelist")
+        history = page.inner_text(".field-price_history")
+        assert "$0.1" in history and "0.11" in history and "operator" in history
+
+        # Health panel: TTFT by bucket from the calls, rates, mark, last probes.
+        page.goto(f"{base}/admin/providers/endpoint/{alpha.id}/health/")
+        small = page.locator('#health-speed tr[data-bucket="<8k"]').inner_text()
+        assert "ms" in small
+        assert int(page.inner_text("#rate-total")) >= 1
+        assert "Usable now" in page.inner_text("#health-mark")
+        assert "$0.0001" in page.inner_text("#health-probes")
+        assert "operator" in page.inner_text("#health-prices")
+        _shot(page, "22-admin-endpoint-health-1366")
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.reload()
+        _shot(page, "23-admin-endpoint-health-390")
+
+        page.set_viewport_size({"width": 1366, "height": 900})
+        page.goto(f"{base}/admin/routing/proberesult/spend/")
+        assert TEST_MODEL in page.inner_text("#probe-spend")
+        _shot(page, "24-admin-probe-spend")
+    assert problems == []

@@ -165,7 +165,7 @@ def test_admin_shows_daily_hedge_spend_against_budget(admin_client):
     HedgeBudgetDay.objects.create(day=budget.utc_today(), budget_nanousd=4 * 10**9,
                                   spent_nanousd=10**9, hedges=3)  # fmt: skip
     page = admin_client.get("/admin/routing/hedgebudgetday/").content.decode()
-    assert "25%" in page and "4.000000" in page
+    assert "25%" in page and "$4.00" in page and "$1.00" in page
 
 
 def test_two_processes_never_overspend_the_budget(transactional_db):
