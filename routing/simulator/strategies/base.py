@@ -20,13 +20,13 @@ from typing import Any
 
 from routing.core import HedgeDecision, RetryPolicy, RoutingOptions, SpeedSummary, plan_route
 from routing.core.hedge import NO_HEDGE
+from routing.core.session import Step
 from routing.core.types import EndpointInfo, ModelInfo, RequestFeatures, RoutePlan
 
 from ..market import Market
 from ..runs import Leg, Run
 from ..scenario import Scenario
 
-Step = tuple[int, float]
 EMPTY_SUMMARY = SpeedSummary()
 
 
