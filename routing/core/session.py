@@ -4,8 +4,9 @@ The session owns the orchestration that the live gateway and the simulator share
 (R3 hedging, R4 retries): which attempt comes next, when a hedge leg starts, which leg
 wins, which are cancelled, when the request gives up. It does no I/O and reads no
 clock: the shell feeds it events with the time they happened, and executes the
-actions it returns. Where to go and what to learn are the ``Router``'s business (the
-live gateway's plan-based router, or a simulator strategy).
+actions it returns (the shells: routing/gateway/call.py with asyncio tasks,
+routing/simulator/shell.py on a virtual clock). Where to go and what to learn are the
+``Router``'s business (the live gateway's plan-based router, or a simulator strategy).
 
     session = GatewaySession(request, router)
     session.start(now)                    -> [OpenLeg(1, e1)] (+ StartTimer("hedge", t))
@@ -24,7 +25,7 @@ race it was made for is over.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from .hedge import HedgeDecision
 
@@ -133,9 +134,11 @@ class GatewaySession:
     """One request from acceptance to its end; see the module doc.
 
     ``request`` is the shell's accepted request (opaque here); ``plan`` and ``scratch``
-    are the router's (its route plan and whatever it routed with).
+    are the router's (its route plan and whatever it routed with). A shell that needs
+    more on its legs sets ``leg_type`` to a subclass of ``Leg`` (same constructor).
     """
 
+    leg_type: ClassVar[type[Leg]] = Leg
     request: Any
     router: Router
     plan: Any = None
@@ -272,7 +275,8 @@ class GatewaySession:
 
     # --- helpers -----------------------------------------------------------------------
     def _new_leg(self, endpoint_id: int, now: float, *, hedge_leg: bool) -> Leg:
-        leg = Leg(len(self.legs) + 1, endpoint_id, now, hedge_leg, self.tried.count(endpoint_id))
+        nth = self.tried.count(endpoint_id)
+        leg = self.leg_type(len(self.legs) + 1, endpoint_id, now, hedge_leg, nth)
         self.legs.append(leg)
         self.tried.append(endpoint_id)
         self.active.append(leg)

@@ -1,6 +1,6 @@
-"""The discrete-event loop: arrivals (in order, from the shared traffic), attempt and
-hedge events (a heapq on (time, sequence)), timed market events and probes, all on one
-virtual clock; nothing sleeps.
+"""The discrete-event loop: arrivals (in order, from the shared traffic), the gateway
+sessions' attempt and hedge events (shell.py; a heapq on (time, sequence)), timed market
+events and probes, all on one virtual clock; nothing sleeps.
 
 Probes (R5) run for the strategies that use them (see probes.py).
 """
@@ -11,11 +11,11 @@ import heapq
 import time
 from collections.abc import Callable
 
-from .attempts import Flow
 from .market import Market
 from .metrics import Metrics
 from .probes import Prober
 from .scenario import Scenario
+from .shell import Shell
 from .strategies import make_strategy
 from .strategies.base import SimContext
 from .traffic import Traffic
@@ -23,7 +23,7 @@ from .traffic import Traffic
 Progress = Callable[[int, int], None]
 
 
-class Engine(Flow):
+class Engine(Shell):
     """One strategy over one traffic; ``run()`` returns its Metrics."""
 
     def __init__(

@@ -20,7 +20,7 @@ from .market import OK
 from .randomness import mix
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .shell import Shell
 
 try:  # the confirmation rule may not exist in every version of the core
     from routing.core.probe import CONFIRMATIONS, confirmed_shift, shift_direction
@@ -63,7 +63,7 @@ class Probe:
 
 
 class Prober:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Shell) -> None:
         self.engine = engine
         gateway = engine.scenario.gateway
         self.period = float(gateway["probe_period_s"])

@@ -16,7 +16,7 @@ from routing.core import RoutingOptions, bucket_for
 
 from .scenario import ClassSpec, Scenario
 
-PREFIX_LOOKBACK = 16  # as routing/decide.py: the latest prefixes and the first one
+PREFIX_LOOKBACK = 16  # as routing/memory.py: the latest prefixes and the first one
 BUCKET_INDEX = {"<8k": 0, "8k-32k": 1, "32k-128k": 2, ">128k": 3}
 
 Prefix = tuple[str, int]

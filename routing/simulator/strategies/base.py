@@ -1,11 +1,14 @@
-"""What a routing strategy is to the engine, and the helpers the plan-based ones share.
+"""What a routing strategy is to the simulator, and the helpers the plan-based ones share.
 
-The engine owns time, attempts and hedge races; a strategy only decides:
-``first(run, now)`` and ``next_attempt(run, now)`` return ``(endpoint_id, delay_s)`` or
-None (no endpoint left: the request fails), and the optional hedge hooks say whether
-and where to race a second leg. The ``on_*`` hooks tell it what happened, on the
-virtual clock, so it can learn. A strategy never sees a realised outcome before the
-engine resolves it (except the oracle, which is a bound, not a router).
+A strategy is the ``Router`` of the gateway session (routing/core/session.py), as
+routing/gateway/router.py is for the live gateway: the session owns attempts, retries
+and hedge races, the engine owns time; ``run`` is the session (runs.Run). A strategy
+only decides: ``first(run, now)`` and ``next_attempt(run, now)`` return
+``(endpoint_id, delay_s)`` or None (no endpoint left: the request fails), and the
+optional hedge hooks say whether and where to race a second leg. The ``on_*`` hooks
+tell it what happened, on the virtual clock, so it can learn. A strategy never sees a
+realised outcome before the engine resolves it (except the oracle, which is a bound,
+not a router).
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ from typing import Any
 
 from routing.core import HedgeDecision, RetryPolicy, RoutingOptions, SpeedSummary, plan_route
 from routing.core.hedge import NO_HEDGE
+from routing.core.session import Step
 from routing.core.types import EndpointInfo, ModelInfo, RequestFeatures, RoutePlan
 
 from ..market import Market
 from ..runs import Leg, Run
 from ..scenario import Scenario
 
-Step = tuple[int, float]
 EMPTY_SUMMARY = SpeedSummary()
 
 

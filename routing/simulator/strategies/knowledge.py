@@ -2,7 +2,7 @@
 statistics (SpeedBook, R2.1/R2.2), unusable marks (UnusableMarks, R2.7), remembered
 prompt prefixes (PrefixCache, R2.3) and expected output sizes (OutputEstimator).
 
-It learns as routing/learning.py and routing/probes.py do: after a served call ends, a
+It learns as routing/gateway/router.py and routing/probes.py do: after a served call ends, a
 TTFT sample of the attempt that served it (hedge losers cancelled before their first
 token and failed attempts give none), its throughput and its prompt prefixes; a mark
 after a refused call or a failed probe; marks are never cleared early (they expire).
@@ -56,7 +56,7 @@ class Knowledge:
         return self.marks.unusable_ids(now)
 
     def features(self, run: Run, slug: str, now: float) -> RequestFeatures:
-        """RequestFeatures as routing/decide.py builds them (exact prompt tokens)."""
+        """RequestFeatures as routing/gateway/accept.py builds them (exact prompt tokens)."""
         request = run.request
         cached: dict[int, int] = {}
         lookup = request.lookup_prefixes()
@@ -70,7 +70,7 @@ class Knowledge:
                 if tokens:
                     cached[state.endpoint_id] = tokens
         expected = self.outputs.expected(slug, request.bucket, None)
-        # As routing/decide.py followup_turns(): a conversation past its first turn.
+        # As routing/gateway/accept.py followup_turns(): a conversation past its first turn.
         followups = self.followup_turns if request.turn > 0 else 0.0
         return RequestFeatures(
             request.prompt_tokens, expected, cached, stream=request.stream,
@@ -83,7 +83,7 @@ class Knowledge:
 
     def success(self, run: Run, leg: Leg, slug: str, now: float) -> None:
         request = run.request
-        self.marks.record_success(leg.endpoint_id)  # as routing/state.py record_served
+        self.marks.record_success(leg.endpoint_id)  # as routing/memory.py served()
         self.book.record(leg.endpoint_id, request.bucket, SpeedSample(now, leg.delay))
         self.outputs.observe(slug, request.bucket, request.output_tokens)
         streaming = now - leg.start - leg.delay

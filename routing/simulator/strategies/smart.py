@@ -1,5 +1,5 @@
-"""``smart``: UberLLM's own routing, driven through the same core calls as the live
-gateway (routing/decide.py, routing/proxy/race.py, routing/probes.py):
+"""``smart``: UberLLM's own routing, driven through the same core calls and the same
+gateway session as the live gateway (routing/gateway/accept.py, router.py, probes.py):
 
 - plan_route() with the learned SpeedSummary, unusable marks, remembered prefixes
   (cache-aware prices, R2.3) and exploration (R2.6); customer options as given;
@@ -60,7 +60,7 @@ class Smart(LearnsFromCalls, Strategy):
         )
         return first_of(self, run)
 
-    # --- hedging (R3), as routing/proxy/race.py --------------------------------------
+    # --- hedging (R3), as routing/gateway/router.py ---------------------------------
     def hedge_decision(self, run: Run, now: float) -> HedgeDecision:
         if not run.request.stream or run.plan is None:
             return NO_HEDGE
