@@ -9,7 +9,7 @@ delivered) when the usage never arrived. A call that failed on every attempt cos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from billing.ledger import CallResult, OpenRow
 from billing.ledger_writer import ledger_writer, queue_finish, queue_open
@@ -17,8 +17,15 @@ from uberllm import metrics
 
 from .accept import Accepted
 
-if TYPE_CHECKING:
-    from .call import LiveCall
+
+class FinishedCall(Protocol):
+    """What ``finish`` reads of the live shell's call (routing.gateway.call.LiveCall)."""
+
+    session: Any
+    router: Any
+    records: list
+    served: Any
+    ttft_ms: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +53,7 @@ def start(accepted: Accepted) -> None:
     queue_open(open_row(accepted))
 
 
-def call_result(accepted: Accepted, outcome: Outcome, call: LiveCall) -> CallResult:
+def call_result(accepted: Accepted, outcome: Outcome, call: FinishedCall) -> CallResult:
     session = call.session
     result = CallResult(
         request_id=accepted.request_id,
@@ -76,7 +83,7 @@ def call_result(accepted: Accepted, outcome: Outcome, call: LiveCall) -> CallRes
     return result
 
 
-def finish(accepted: Accepted, outcome: Outcome, call: LiveCall) -> None:
+def finish(accepted: Accepted, outcome: Outcome, call: FinishedCall) -> None:
     """Write the outcome (once; the writer retries while the database is away) and
     record the call's metrics."""
     result = call_result(accepted, outcome, call)
@@ -84,7 +91,7 @@ def finish(accepted: Accepted, outcome: Outcome, call: LiveCall) -> None:
     _observe(accepted, result, call)
 
 
-def _observe(accepted: Accepted, result: CallResult, call: LiveCall) -> None:
+def _observe(accepted: Accepted, result: CallResult, call: FinishedCall) -> None:
     attempts = result.attempts
     for attempt in attempts:
         metrics.observe_upstream_attempt(attempt.provider_slug, attempt.outcome)
