@@ -137,13 +137,37 @@ def activity_finish(result: CallResult, row: OpenRow | None = None) -> bool:
     return True
 
 
+def _finish_pending(results: dict[str, CallResult]) -> list[tuple[Activity, CallResult]]:
+    """Finish the still-pending rows of ``results`` (locked, one UPDATE); rows already
+    finished are left alone. A result whose row does not exist raises, so the batch
+    falls back to the row-by-row path (which inserts it)."""
+    if not results:
+        return []
+    rows = list(Activity.objects.select_for_update().filter(request_id__in=list(results)))
+    if len(rows) != len(results):
+        raise Activity.DoesNotExist("a finished call's row is missing")
+    pending = [row for row in rows if row.status == Activity.Status.PENDING]
+    for activity in pending:
+        _apply_result(activity, results[activity.request_id])
+    if pending:
+        Activity.objects.bulk_update(pending, FINISH_FIELDS)
+    return [(activity, results[activity.request_id]) for activity in pending]
+
+
+RESULT_FIELDS = (
+    "status", "http_status", "endpoint_id", "provider_slug", "prompt_tokens",
+    "cached_tokens", "completion_tokens", "cost_usd", "usage_estimated", "prices",
+    "ttft_ms", "total_ms", "routing_strategy", "routing_reason", "prompt_bucket",
+    "hedged", "hedge_cost_usd",
+)  # fmt: skip
+FINISH_FIELDS = (
+    *RESULT_FIELDS, "error_message", "attempt_count", "finished_at", "reference_prices",
+    "list_cost_usd", "cheapest_cost_usd",
+)  # fmt: skip
+
+
 def _apply_result(activity: Activity, result: CallResult) -> None:
-    for name in (
-        "status", "http_status", "endpoint_id", "provider_slug", "prompt_tokens",
-        "cached_tokens", "completion_tokens", "cost_usd", "usage_estimated", "prices",
-        "ttft_ms", "total_ms", "routing_strategy", "routing_reason", "prompt_bucket",
-        "hedged", "hedge_cost_usd",
-    ):  # fmt: skip
+    for name in RESULT_FIELDS:
         setattr(activity, name, getattr(result, name))
     activity.error_message = result.error_message[:2000]
     activity.attempt_count = len(result.attempts)
@@ -179,7 +203,7 @@ def ledger_write(items: list[tuple[OpenRow, CallResult | None]]) -> None:
     try:
         with transaction.atomic():
             _write_batch(items)
-    except DatabaseError:
+    except (DatabaseError, Activity.DoesNotExist):
         if not connection.is_usable():
             raise  # the database is away: the writer retries the whole batch later
         for row, result in items:  # a row the fast path cannot write (already exists...)
@@ -204,14 +228,15 @@ def _write_batch(items: list[tuple[OpenRow, CallResult | None]]) -> None:
     for row, result in items:
         if result is None:
             new_rows.append((_new_activity(row, touch=False), finished.get(row.request_id)))
-        elif row.request_id not in opened_here:
-            activity_finish(result, row)  # opened in an earlier batch: finish that row
     for activity, result in new_rows:
         if result is not None:
             _apply_result(activity, result)
     Activity.objects.bulk_create([activity for activity, _ in new_rows])
-    attempts = [a for activity, result in new_rows if result is not None
-                for a in _attempt_rows(activity, result.attempts)]  # fmt: skip
+    # Rows opened in an earlier batch: finished in one UPDATE statement.
+    earlier = {rid: res for rid, res in finished.items() if rid not in opened_here}
+    done = [(activity, result) for activity, result in new_rows if result is not None]
+    done += _finish_pending(earlier)
+    attempts = [a for activity, result in done for a in _attempt_rows(activity, result.attempts)]
     Attempt.objects.bulk_create(attempts)
     latest: dict[int, datetime] = {}
     for row, _ in items:

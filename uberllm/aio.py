@@ -81,6 +81,7 @@ class BatchWriter(Generic[T]):
         batch_size: int = 200,
         retry: bool = True,
         max_tries: int = 5,
+        linger_s: float = 0.0,
     ) -> None:
         self.name = name
         self._flush = flush
@@ -88,6 +89,7 @@ class BatchWriter(Generic[T]):
         self.batch_size = batch_size
         self.retry = retry
         self.max_tries = max_tries
+        self.linger_s = linger_s  # wait this long for more items before a small batch
         self._items: deque[T] = deque()
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
@@ -117,6 +119,8 @@ class BatchWriter(Generic[T]):
             if not self._items:
                 self._wakeup.clear()
                 await self._wakeup.wait()
+            if self.linger_s and len(self._items) < self.batch_size:
+                await asyncio.sleep(self.linger_s)
             batch = [self._items.popleft() for _ in range(min(self.batch_size, len(self._items)))]
             self.in_flight = len(batch)
             try:
