@@ -5,11 +5,13 @@
   through) gets ``reasoning_tokens`` (profile) tokens of ``reasoning_content`` before
   the answer; they count in ``completion_tokens`` and in
   ``completion_tokens_details.reasoning_tokens``.
-- **Tool calls**: a request with ``tools`` whose last message is the user's (not a tool
-  result) gets one tool call, finish_reason ``tool_calls``, when ``tool_choice`` forces
-  it (``"required"`` or a named function) or when the user's text names a tool. The
+- **Tool calls**: a request with ``tools`` whose last message is the user's, in a
+  conversation without a tool result yet, gets one tool call (finish_reason
+  ``tool_calls``) when ``tool_choice`` forces it (``"required"`` or a named function) or
+  when the last text part of the user's message names a tool (whole word). The
   arguments are built from the tool's JSON Schema: every required property gets a
-  placeholder (``"emulator"``, 1, true, [], {}). After a tool result the reply is text.
+  placeholder (``"emulator"``, 1, true, [], {}). Once a tool result is in the
+  conversation, replies are text: an agent's turn always ends.
 """
 
 from __future__ import annotations
@@ -67,15 +69,26 @@ def _tool_names(tools: list[Any]) -> list[str]:
     return names
 
 
+def _is_system(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") in ("system", "developer")
+
+
 def _last_user_text(messages: list[Any]) -> str | None:
-    last = messages[-1] if messages else None
+    """The text of the user's last part (an agent puts reminders before the prompt);
+    None once the conversation holds a tool result: one tool call per conversation."""
+    if any(isinstance(m, dict) and m.get("role") == "tool" for m in messages):
+        return None
+    spoken = [m for m in messages if not _is_system(m)]
+    last = spoken[-1] if spoken else None  # a trailing system note does not count
     if not isinstance(last, dict) or last.get("role") != "user":
         return None
     content = last.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        texts = [t for t in texts if isinstance(t, str)]
+        return texts[-1] if texts else ""
     return ""
 
 

@@ -40,6 +40,8 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "
 BLOCK_TYPES = ("text", "image", "tool_use", "tool_result", "thinking", "redacted_thinking",
                "document", "server_tool_use", "web_search_tool_result", "search_result",
                "container_upload")  # fmt: skip
+# "system" inside messages: Claude Code's mid-conversation-system beta.
+ROLES = ("user", "assistant", "system")
 MAX_STOP_SEQUENCES = 4  # OpenAI's limit; more are cut
 
 
@@ -141,10 +143,12 @@ def _messages(messages: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         param = f"messages[{index}]"
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            raise _bad(f"{param}.role must be 'user' or 'assistant'.", f"{param}.role")
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            raise _bad(f"{param}.role must be one of {', '.join(ROLES)}.", f"{param}.role")
         blocks = _blocks(message.get("content"), f"{param}.content")
-        if message["role"] == "user":
+        if message["role"] == "system":  # mid-conversation system (a Claude Code beta)
+            out += _system(blocks)
+        elif message["role"] == "user":
             out += _user_messages(blocks)
         else:
             out.append(_assistant_message(blocks))
