@@ -1,9 +1,10 @@
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.views import SpectacularJSONAPIView
 
 from billing.apis import ActivityListApi
 
-from . import apis, model_views, views
+from . import apis, model_views, openapi, views  # noqa: F401 - openapi registers extensions
 
 app_name = "api"
 
@@ -16,6 +17,7 @@ urlpatterns = [
         name="model-endpoints",
     ),
     path("models/<path:slug>", csrf_exempt(model_views.model_detail), name="model"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("generation", apis.GenerationApi.as_view(), name="generation"),
     path("activity", ActivityListApi.as_view(), name="activity"),
 ]

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "drf_spectacular",
     "providers",
     "billing",
     "routing",
@@ -147,6 +148,22 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "billing.drf.openai_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# The published schema (GET /api/v1/openapi.json, routing/openapi.py).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "UberLLM API",
+    "DESCRIPTION": "OpenAI- and Anthropic-compatible LLM gateway (docs/api.md).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_AUTHENTICATION": [],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "PREPROCESSING_HOOKS": ["routing.openapi.only_public_api"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "routing.openapi.add_lean_paths",
+    ],
 }
 
 LOGGING = {
