@@ -222,6 +222,11 @@ SCHEMAS = {
     "Model": MODEL,
 }  # fmt: skip
 _SECURED = [{"ApiKey": []}]
+_NULLABLE_NUMBER = {"type": "number", "nullable": True}
+KEY = {"type": "object", "required": ["data"], "properties": {"data": {
+    "type": "object", "required": ["usage"], "properties": {
+        "limit": _NULLABLE_NUMBER, "usage": {"type": "number"},
+        "limit_remaining": _NULLABLE_NUMBER, "limit_reset": {"type": "string"}}}}}  # fmt: skip
 _SSE = {"text/event-stream": {"schema": {"type": "string"}}}
 _SLUG = [{"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}]
 
@@ -273,6 +278,12 @@ LEAN_PATHS = {
     "/api/v1/models": _get("models_list", "The catalog", {
         "type": "object", "required": ["data"], "properties": {
             "object": {"type": "string"}, "data": {"type": "array", "items": _MODEL_REF}}}),
+    "/api/v1/key": {"get": {
+        "operationId": "key_retrieve", "summary": "The calling key's limit and spend",
+        "security": _SECURED,
+        "responses": {"200": {"description": "OK", "content": {JSON: {"schema": KEY}}},
+                      **_errors(401)},
+    }},
     "/api/v1/models/{slug}": _get("models_retrieve", "One model", _MODEL_REF, _SLUG),
     "/api/v1/models/{slug}/endpoints": _get("models_endpoints", "A model's endpoints", {
         "type": "object", "required": ["data"], "properties": {"data": {"type": "object"}}},

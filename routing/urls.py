@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularJSONAPIView
 
 from billing.apis import ActivityListApi
 
-from . import apis, model_views, openapi, views  # noqa: F401 - openapi registers extensions
+from . import apis, key_views, model_views, openapi, views  # noqa: F401 - openapi registers extensions
 
 app_name = "api"
 
@@ -17,6 +17,7 @@ urlpatterns = [
         name="model-endpoints",
     ),
     path("models/<path:slug>", csrf_exempt(model_views.model_detail), name="model"),
+    path("key", csrf_exempt(key_views.current_key), name="key"),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("generation", apis.GenerationApi.as_view(), name="generation"),
     path("activity", ActivityListApi.as_view(), name="activity"),

@@ -121,3 +121,21 @@ def test_wrong_method_is_a_405_with_allow(gateway, path):
     assert response.status_code == 405
     assert response.headers["allow"] == "GET"
     assert response.json()["error"]
+
+
+def test_key_endpoint_reports_limit_and_spend(gateway, tenant, client):
+    from decimal import Decimal
+
+    tenant.api_key.monthly_limit_usd = Decimal("5.00")
+    tenant.api_key.save()
+    from billing import auth
+
+    auth._cache.clear()
+    reply = client.chat.completions.create(model=TEST_MODEL, messages=USER)
+    spent = float(wait_finished(reply.id).cost_usd)
+    data = httpx.get(f"{gateway.api_url}/key",
+                     headers={"Authorization": f"Bearer {tenant.key}"}).json()["data"]  # fmt: skip
+    assert data["limit"] == 5.0
+    assert data["usage"] == pytest.approx(spent)
+    assert data["limit_remaining"] == pytest.approx(5.0 - spent)
+    assert httpx.get(f"{gateway.api_url}/key").status_code == 401
