@@ -9,10 +9,28 @@ def _price(value) -> str:
     return format(value, "f")
 
 
-def _endpoints(model) -> list[dict]:
+def _speed(endpoint_id: int) -> dict:
+    """What routing has learnt of an endpoint (this process's snapshot): typical TTFT per
+    prompt-size bucket (ms) with its sample count, and output tokens per second."""
+    from .core.types import BUCKETS
+    from .memory import memory
+
+    speed = memory.speed
+    ttft = {}
+    for bucket in BUCKETS:
+        key = (endpoint_id, bucket)
+        if (typical := speed.typical_by_key.get(key)) is not None:
+            samples = speed.count_by_key.get(key, 0)
+            ttft[bucket] = {"typical_ms": round(typical * 1000), "samples": samples}
+    throughput = speed.throughput_by_endpoint.get(endpoint_id)
+    return {"ttft_by_bucket": ttft, "throughput_tokens_per_s": throughput}
+
+
+def _endpoints(model, *, live: bool = False) -> list[dict]:
     return [
         {
             "provider": route.provider_slug,
+            **(_speed(route.endpoint_id) if live else {}),
             "context_length": route.info.context_length,
             "supported_parameters": sorted(route.info.supported_parameters),
             "pricing": {
@@ -63,4 +81,5 @@ async def model_endpoints_payload(slug: str) -> dict | None:
     model = await catalog_cache.get(slug)
     if model is None:
         return None
-    return {"data": {"id": slug, "name": model.info.slug, "endpoints": _endpoints(model)}}
+    endpoints = _endpoints(model, live=True)
+    return {"data": {"id": slug, "name": model.info.slug, "endpoints": endpoints}}

@@ -93,6 +93,7 @@ def test_models_retrieve_and_endpoints(gateway, tenant, client):
     assert "tools" in model.model_extra["supported_parameters"]
     endpoints = httpx.get(f"{gateway.api_url}/models/{TEST_MODEL}/endpoints").json()["data"]
     assert {e["provider"] for e in endpoints["endpoints"]} == {"alpha", "bravo", "charlie"}
+    assert all("ttft_by_bucket" in e for e in endpoints["endpoints"])
     missing = httpx.get(f"{gateway.api_url}/models/nobody/none")
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "model_not_found"
@@ -139,3 +140,23 @@ def test_key_endpoint_reports_limit_and_spend(gateway, tenant, client):
     assert data["usage"] == pytest.approx(spent)
     assert data["limit_remaining"] == pytest.approx(5.0 - spent)
     assert httpx.get(f"{gateway.api_url}/key").status_code == 401
+
+
+def test_endpoints_show_learnt_ttft(gateway, tenant, market):
+    from asgiref.sync import async_to_sync
+
+    from routing.catalog import catalog_cache
+    from routing.memory import refresher
+    from routing.models import SpeedSample
+
+    SpeedSample.objects.bulk_create(
+        SpeedSample(endpoint=market["alpha"], bucket="<8k", ttft_ms=250, output_tokens_per_s=90.0)
+        for _ in range(7)
+    )
+    async_to_sync(catalog_cache.get)(TEST_MODEL)
+    async_to_sync(refresher.refresh_now)()
+    data = httpx.get(f"{gateway.api_url}/models/{TEST_MODEL}/endpoints").json()["data"]
+    by_provider = {e["provider"]: e for e in data["endpoints"]}
+    assert by_provider["alpha"]["ttft_by_bucket"] == {"<8k": {"typical_ms": 250, "samples": 7}}
+    assert by_provider["alpha"]["throughput_tokens_per_s"] == 90.0
+    assert by_provider["bravo"]["ttft_by_bucket"] == {}
