@@ -150,6 +150,8 @@ async def _plan_model(chat: ChatRequest) -> tuple[ChatRequest, CatalogModel, tup
             else replace(chat, model_slug=slug, model_suffix=suffix or None)
         )
         model = await catalog_cache.get(slug)
+        # After the catalog read: the first refresh reads the speeds of its endpoints.
+        await refresher.ready()
         try:
             if model is None:
                 raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
@@ -171,7 +173,6 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
     """Plan an authenticated, validated request; raises GatewayError."""
     if (over := await key_over_monthly_limit(principal)) is not None:
         raise GatewayError(402, over, code="insufficient_quota")
-    await refresher.ready()
     chat, model, (plan, cached, prompt_tokens, raw, hashes) = await _plan_model(chat)
     return Accepted(
         request_id=f"gen-{uuid.uuid4().hex}",
