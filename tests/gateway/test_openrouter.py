@@ -28,6 +28,9 @@ def test_every_documented_provider_preference_is_accepted(gateway, tenant, emula
     response = _chat(gateway, tenant.key, provider=provider)
     assert response.status_code == 200, response.text
     assert "provider" not in emulator.log()[0]["request_body_keys"]
+    reason = wait_finished(response.json()["id"]).routing_reason
+    assert reason.startswith("sorted by price (ignored: data_collection, enforce_distillable")
+    assert len(reason) <= 128
 
 
 def test_order_naming_an_unknown_provider_falls_back(gateway, tenant, emulator):
