@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format bench simulate venv deps dev-deps migrate clean
+.PHONY: run test lint format bench simulate agents-check venv deps dev-deps migrate clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ bench: migrate
 ## Market simulator: every strategy on the calibrated market (see docs/simulator.md).
 simulate: deps
 	$(PY) manage.py simulate --scenario deepseek-v4.1-flash --seed 1 --requests 20000
+
+## Real agents against a local gateway and the emulator: the anthropic and openai SDKs,
+## and Claude Code itself (npm i -g @anthropic-ai/claude-code; skipped if absent).
+agents-check: dev-deps
+	$(PY) -m pytest -q tests/gateway/test_claude_code.py tests/gateway/test_messages_api.py \
+		tests/gateway/test_reasoning_tools.py
 
 clean:
 	rm -rf $(VENV) .venv-bench var staticfiles .pytest_cache .ruff_cache

@@ -51,6 +51,18 @@ class Model(models.Model):
         return self.slug
 
 
+# What an OpenAI-compatible endpoint almost always takes: a new endpoint (admin, import
+# without the field) gets these, so a request with tools is not refused everywhere.
+DEFAULT_SUPPORTED_PARAMETERS = (
+    "max_tokens", "temperature", "top_p", "stop", "seed", "frequency_penalty",
+    "presence_penalty", "tools", "tool_choice", "response_format",
+)  # fmt: skip
+
+
+def default_supported_parameters() -> list[str]:
+    return list(DEFAULT_SUPPORTED_PARAMETERS)
+
+
 class Endpoint(models.Model):
     """One provider serving one model: where to call it and what it charges."""
 
@@ -76,7 +88,12 @@ class Endpoint(models.Model):
     credential_encrypted = models.TextField(blank=True, default="", editable=False)
     context_length = models.PositiveIntegerField(default=131072)
     max_output_tokens = models.PositiveIntegerField(null=True, blank=True)
-    supported_parameters = models.JSONField(default=list, blank=True)
+    supported_parameters = models.JSONField(
+        default=default_supported_parameters,
+        blank=True,
+        help_text="Request parameters this endpoint accepts (OpenRouter's names); requests "
+        "using tools, response_format or logprobs only go to endpoints that list them.",
+    )
     price_input = models.DecimalField(**PRICE)
     price_cache_read = models.DecimalField(**PRICE)
     price_cache_write = models.DecimalField(**PRICE)

@@ -1,7 +1,9 @@
 """Parse and validate a chat completion request body into a ``ChatRequest``.
 
-Only what the gateway needs is checked; every other OpenAI field is passed through
-to the provider untouched.
+What the OpenAI spec defines is checked strictly (``routing.validate``); every other
+field is passed through to the provider untouched. OpenRouter's own fields are taken
+out of the body: ``provider`` (routing options), ``models`` (the fallback list) and
+``usage`` (``{"include": true}``: usage in the stream, like ``stream_options``).
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from typing import Any
 
 import orjson
 
-from .errors import GatewayError
+from . import validate
+from .validate import bad
 
-ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 # Request fields that only some endpoints support: they filter the candidates (R3 issue).
-FILTERING_PARAMETERS = ("tools", "tool_choice", "response_format", "logprobs", "top_logprobs")
+# (tool_choice goes with tools: an endpoint that takes tools takes tool_choice.)
+FILTERING_PARAMETERS = ("tools", "response_format", "logprobs", "top_logprobs")
 MODEL_SUFFIXES = ("floor", "nitro")
-_INT_FIELDS = ("max_tokens", "max_completion_tokens", "n", "top_logprobs")
+MAX_FALLBACK_MODELS = 8
 
 
 @dataclass(slots=True)
@@ -33,43 +36,19 @@ class ChatRequest:
     max_tokens: int | None
     provider_options: dict[str, Any] | None
     required_parameters: frozenset[str]
+    fallback_models: tuple[str, ...] = ()  # OpenRouter ``models``, after ``model``
+
+    def sent_parameters(self) -> frozenset[str]:
+        """Every top-level field sent (``provider.require_parameters`` filters on them)."""
+        return frozenset(k for k, v in self.body.items() if v is not None)
 
 
-def _bad(message: str, param: str | None = None) -> GatewayError:
-    return GatewayError(400, message, code="invalid_request_error", param=param)
-
-
-def _check_int(body: dict, name: str, minimum: int) -> int | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(f"'{name}' must be an integer.", name)
-    if value < minimum:
-        raise _bad(f"'{name}' must be at least {minimum}.", name)
-    return value
-
-
-def _check_messages(messages: Any) -> list[dict[str, Any]]:
-    if not isinstance(messages, list) or not messages:
-        raise _bad("'messages' must be a non-empty array.", "messages")
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise _bad(f"messages[{index}] must be an object.", "messages")
-        if message.get("role") not in ROLES:
-            raise _bad(f"messages[{index}].role must be one of {sorted(ROLES)}.", "messages")
-        content = message.get("content")
-        if content is not None and not isinstance(content, str | list):
-            raise _bad(f"messages[{index}].content must be a string or an array.", "messages")
-    return messages
-
-
-def _split_model(model: Any) -> tuple[str, str | None]:
+def _split_model(model: Any, param: str = "model") -> tuple[str, str | None]:
     if not isinstance(model, str) or not model.strip():
-        raise _bad("'model' must be a non-empty string.", "model")
+        raise bad(f"'{param}' must be a non-empty string.", param)
     slug, _, suffix = model.partition(":")
     if suffix and suffix not in MODEL_SUFFIXES:
-        raise _bad(f"Unknown model suffix ':{suffix}' (known: :floor, :nitro).", "model")
+        raise bad(f"Unknown model suffix ':{suffix}' (known: :floor, :nitro).", param)
     return slug, suffix or None
 
 
@@ -78,12 +57,34 @@ def _check_stream(body: dict) -> tuple[bool, bool]:
     if stream is None:
         stream = False
     if not isinstance(stream, bool):
-        raise _bad("'stream' must be a boolean.", "stream")
-    options = body.get("stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise _bad("'stream_options' must be an object.", "stream_options")
-    include_usage = bool(options and options.get("include_usage") is True)
-    return stream, include_usage
+        raise bad("'stream' must be a boolean.", "stream")
+    include_usage = validate.check_stream_options(body, stream)
+    usage = body.pop("usage", None)
+    if usage is not None and not isinstance(usage, dict):
+        raise bad("'usage' must be an object such as {\"include\": true}.", "usage")
+    return stream, include_usage or (stream and bool(usage and usage.get("include") is True))
+
+
+def _models(body: dict) -> tuple[Any, tuple[str, ...]]:
+    """(the model asked for, the fallback models after it) from ``model`` and ``models``."""
+    models = body.pop("models", None)
+    if models is None:
+        return body.get("model"), ()
+    if not isinstance(models, list) or not models or len(models) > MAX_FALLBACK_MODELS:
+        raise bad(f"'models' must be an array of 1 to {MAX_FALLBACK_MODELS} model ids.", "models")
+    for index, item in enumerate(models):
+        _split_model(item, f"models[{index}]")
+    model = body.get("model") or models[0]
+    fallbacks = tuple(m for m in dict.fromkeys(models) if m != model)
+    return model, fallbacks
+
+
+def _check_spec(body: dict) -> None:
+    validate.check_ranges(body)
+    validate.check_n(body)
+    validate.check_misc(body)
+    validate.check_tools(body)
+    validate.check_response_format(body)
 
 
 def parse_chat_request(raw: bytes) -> ChatRequest:
@@ -91,19 +92,24 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise _bad(f"Request body is not valid JSON: {exc}") from None
+        raise bad(f"Request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
-        raise _bad("Request body must be a JSON object.")
-    slug, suffix = _split_model(body.get("model"))
-    messages = _check_messages(body.get("messages"))
+        raise bad("Request body must be a JSON object.")
+    return chat_request_from(body)
+
+
+def chat_request_from(body: dict[str, Any]) -> ChatRequest:
+    """Validate a decoded body (the Messages API's translation comes in here too)."""
+    model, fallbacks = _models(body)
+    slug, suffix = _split_model(model)
+    body["model"] = model
+    messages = validate.check_messages(body.get("messages"))
     stream, include_usage = _check_stream(body)
-    limits = {name: _check_int(body, name, 1) for name in _INT_FIELDS}
+    max_tokens = validate.check_max_tokens(body)
+    _check_spec(body)
     provider = body.pop("provider", None)
     if provider is not None and not isinstance(provider, dict):
-        raise _bad("'provider' must be an object.", "provider")
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise _bad("'tools' must be an array.", "tools")
+        raise bad("'provider' must be an object.", "provider")
     return ChatRequest(
         body=body,
         model_slug=slug,
@@ -111,7 +117,8 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         messages=messages,
         stream=stream,
         include_usage=include_usage,
-        max_tokens=limits["max_completion_tokens"] or limits["max_tokens"],
+        max_tokens=max_tokens,
         provider_options=provider,
         required_parameters=frozenset(p for p in FILTERING_PARAMETERS if body.get(p) is not None),
+        fallback_models=fallbacks,
     )

@@ -9,38 +9,77 @@ def _price(value) -> str:
     return format(value, "f")
 
 
+def _speed(endpoint_id: int) -> dict:
+    """What routing has learnt of an endpoint (this process's snapshot): typical TTFT per
+    prompt-size bucket (ms) with its sample count, and output tokens per second."""
+    from .core.types import BUCKETS
+    from .memory import memory
+
+    speed = memory.speed
+    ttft = {}
+    for bucket in BUCKETS:
+        key = (endpoint_id, bucket)
+        if (typical := speed.typical_by_key.get(key)) is not None:
+            samples = speed.count_by_key.get(key, 0)
+            ttft[bucket] = {"typical_ms": round(typical * 1000), "samples": samples}
+    throughput = speed.throughput_by_endpoint.get(endpoint_id)
+    return {"ttft_by_bucket": ttft, "throughput_tokens_per_s": throughput}
+
+
+def _endpoints(model, *, live: bool = False) -> list[dict]:
+    return [
+        {
+            "provider": route.provider_slug,
+            **(_speed(route.endpoint_id) if live else {}),
+            "context_length": route.info.context_length,
+            "supported_parameters": sorted(route.info.supported_parameters),
+            "pricing": {
+                "prompt": _price(route.prices["input"]),
+                "input_cache_read": _price(route.prices["cache_read"]),
+                "input_cache_write": _price(route.prices["cache_write"]),
+                "completion": _price(route.prices["output"]),
+                "unit": "USD per 1M tokens",
+            },
+        }
+        for route in model.endpoints
+    ]
+
+
+def _model_entry(slug: str, model) -> dict:
+    return {
+        "id": slug,
+        "object": "model",
+        "owned_by": slug.split("/")[0],
+        "context_length": max((r.info.context_length for r in model.endpoints), default=0),
+        "supported_parameters": sorted(
+            frozenset().union(*(r.info.supported_parameters for r in model.endpoints))
+        ),
+        "pricing": {
+            "prompt": str(model.info.list_price_input),
+            "completion": str(model.info.list_price_output),
+            "unit": "USD per 1M tokens (official list price)",
+        },
+        "endpoints": _endpoints(model),
+    }
+
+
 async def models_payload() -> dict:
     """``GET /api/v1/models``: OpenAI's list shape plus each endpoint's prices (USD / 1M)."""
     await catalog_cache.get("")
-    data = []
-    for slug, model in sorted(catalog_cache.snapshot().items()):
-        endpoints = [
-            {
-                "provider": route.provider_slug,
-                "context_length": route.info.context_length,
-                "supported_parameters": sorted(route.info.supported_parameters),
-                "pricing": {
-                    "prompt": _price(route.prices["input"]),
-                    "input_cache_read": _price(route.prices["cache_read"]),
-                    "input_cache_write": _price(route.prices["cache_write"]),
-                    "completion": _price(route.prices["output"]),
-                    "unit": "USD per 1M tokens",
-                },
-            }
-            for route in model.endpoints
-        ]
-        data.append(
-            {
-                "id": slug,
-                "object": "model",
-                "owned_by": slug.split("/")[0],
-                "context_length": max(r.info.context_length for r in model.endpoints),
-                "pricing": {
-                    "prompt": str(model.info.list_price_input),
-                    "completion": str(model.info.list_price_output),
-                    "unit": "USD per 1M tokens (official list price)",
-                },
-                "endpoints": endpoints,
-            }
-        )
+    data = [_model_entry(slug, m) for slug, m in sorted(catalog_cache.snapshot().items())]
     return {"object": "list", "data": data}
+
+
+async def model_payload(slug: str) -> dict | None:
+    """``GET /api/v1/models/{slug}`` (OpenAI's models.retrieve): one model, or None."""
+    model = await catalog_cache.get(slug)
+    return None if model is None else _model_entry(slug, model)
+
+
+async def model_endpoints_payload(slug: str) -> dict | None:
+    """``GET /api/v1/models/{slug}/endpoints`` (OpenRouter's shape, prices per 1M)."""
+    model = await catalog_cache.get(slug)
+    if model is None:
+        return None
+    endpoints = _endpoints(model, live=True)
+    return {"data": {"id": slug, "name": model.info.slug, "endpoints": endpoints}}

@@ -19,12 +19,14 @@ from django.urls import re_path
 django_asgi_app = get_asgi_application()
 
 from routing.gateway.asgi import chat_app  # noqa: E402 - needs the app registry
+from routing.gateway.messages import messages_app  # noqa: E402 - Anthropic Messages API
 
 CHAT_PATH = "/api/v1/chat/completions"
 
 http_routes = URLRouter(
     [
         re_path(r"^(?:api/)?v1/chat/completions/?$", chat_app),
+        re_path(r"^(?:api/)?v1/messages(?:/count_tokens)?/?$", messages_app),
         re_path(r"", django_asgi_app),
     ]
 )

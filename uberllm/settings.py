@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "axes",
     "csp",
+    "drf_spectacular",
     "providers",
     "billing",
     "routing",
@@ -224,6 +225,22 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "billing.drf.openai_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# The published schema (GET /api/v1/openapi.json, routing/openapi.py).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "UberLLM API",
+    "DESCRIPTION": "OpenAI- and Anthropic-compatible LLM gateway (docs/api.md).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_AUTHENTICATION": [],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "PREPROCESSING_HOOKS": ["routing.openapi.only_public_api"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "routing.openapi.add_lean_paths",
+    ],
 }
 
 # LOG_FORMAT=json (one JSON object a line, for a log pipeline) or text (for a terminal);

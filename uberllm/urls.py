@@ -26,7 +26,8 @@ def static_file(request, path: str) -> HttpResponse:
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("routing.urls")),
-    re_path(r"^api/", api_not_found),  # every unknown /api/ path answers JSON
+    path("v1/", include(("routing.urls", "api"), namespace="v1")),  # OpenAI's base URL
+    re_path(r"^(?:api|v1)/", api_not_found),  # every unknown API path answers JSON
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", ops_views.healthz),
@@ -40,12 +41,12 @@ urlpatterns = [
 
 
 def handler404(request, exception=None):
-    if request.path.startswith("/api/"):
+    if request.path.startswith(("/api/", "/v1/")):
         return api_not_found(request, exception)
     return defaults.page_not_found(request, exception)
 
 
 def handler500(request):
-    if request.path.startswith("/api/"):
+    if request.path.startswith(("/api/", "/v1/")):
         return api_server_error(request)
     return defaults.server_error(request)

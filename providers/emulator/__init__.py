@@ -21,6 +21,7 @@ Profile file (JSON; every provider field is optional, defaults shown)::
          "stall": {"probability": 0.0, "extra_s": [3.0, 8.0]},  # sometimes add U(lo, hi) s
          "output_tokens_per_s": 80,     # pacing of streamed tokens after the first
          "default_output_tokens": 24,   # natural reply length; max_tokens caps it ("length")
+         "reasoning_tokens": 6,         # reasoning_content tokens when a request asks for them
          "error_rate": 0.0,             # probability of HTTP 500 before the first token
          "error_delay_s": 0.0,          # simulated seconds before an error_rate/override error
          "status_override": null,       # e.g. 429 or 503: every chat request gets it

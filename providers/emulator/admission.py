@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from .scripted import Script
 from .state import ProviderState
 
 LAST_MESSAGE_HEAD_CHARS = 80
@@ -33,6 +34,7 @@ class ChatRequest:
     stream: bool
     include_usage: bool
     max_tokens: int | None  # the smaller of max_tokens / max_completion_tokens, if any
+    script: Script | None = None  # reasoning / a tool call asked for (scripted.py)
 
 
 def check_auth(provider: ProviderState, headers: list[tuple[bytes, bytes]]) -> None:

@@ -8,11 +8,13 @@ the log record becomes ``cancelled`` with ``ended_at`` = the time of cancellatio
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from .admission import Reject, check_auth, check_model, parse_body, validate_chat
-from .generate import Exchange, run_completion, sleep
+from .generate import Exchange, run_completion, run_scripted, sleep
 from .responses import Receive, Send, send_error
+from .scripted import script_for
 from .state import EmulatorState, ProviderState, finish_record, new_record
 from .timing import cache_ttl_real_s, effective_scale, plan_request
 from .tokens import estimate_prompt_tokens
@@ -31,7 +33,10 @@ async def handle_chat(
     state.log.append(record)
     try:
         check_auth(provider, scope["headers"])
-        request = validate_chat(parse_body(body, record))
+        data = parse_body(body, record)
+        request = validate_chat(data)
+        script = script_for(data, record["id"], provider.profile["reasoning_tokens"])
+        request = replace(request, script=script)
         check_model(provider, request, estimate_prompt_tokens(request.messages))
     except Reject as reject:
         finish_record(record, reject.log_status, reject.status, reject.message)
@@ -94,7 +99,10 @@ async def _respond(ex: Exchange) -> None:
             await sleep(profile["error_delay_s"] * ex.scale)
             await _fail(ex, 500, "The server had an error while processing your request.")
             return
-        await run_completion(ex, plan.ttft_s)
+        if ex.request.script is not None:
+            await run_scripted(ex, plan.ttft_s)
+        else:
+            await run_completion(ex, plan.ttft_s)
     finally:
         ex.provider.active -= 1
 

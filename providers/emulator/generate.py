@@ -14,11 +14,12 @@ from typing import Any
 
 import orjson
 
+from . import scripted
 from .admission import ChatRequest
 from .responses import DONE, JSON_TYPE, SSE_HEADERS, ChunkEncoder, Send, error_event, send_error
 from .state import ProviderState, finish_record
 from .timing import token_interval_s
-from .tokens import reply_text, reply_token_json
+from .tokens import reply_text, reply_token, reply_token_json
 
 MAX_EVENTS_PER_SEND = 256
 
@@ -65,7 +66,7 @@ def output_plan(request: ChatRequest, profile: dict[str, Any]) -> tuple[int, str
     return natural, "stop"
 
 
-def usage(record: dict[str, Any], completion_tokens: int) -> dict[str, Any]:
+def usage(record: dict[str, Any], completion_tokens: int, reasoning: int = 0) -> dict[str, Any]:
     """The OpenAI usage object for this request."""
     prompt = record["prompt_tokens"]
     return {
@@ -73,7 +74,7 @@ def usage(record: dict[str, Any], completion_tokens: int) -> dict[str, Any]:
         "completion_tokens": completion_tokens,
         "total_tokens": prompt + completion_tokens,
         "prompt_tokens_details": {"cached_tokens": record["cached_tokens"]},
-        "completion_tokens_details": {"reasoning_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
     }
 
 
@@ -174,3 +175,50 @@ async def _full(
     record["completion_tokens_sent"] = n_tokens
     await ex.body(payload, more=False)
     finish_record(record, "completed", None)
+
+
+async def run_scripted(ex: Exchange, ttft_s: float) -> None:
+    """A reply with reasoning and/or a tool call (``scripted``); paced like the filler
+    reply, one event per token; ``fail_after_tokens`` does not apply to it."""
+    script, record = ex.request.script, ex.record
+    assert script is not None
+    n_tokens, finish_reason = output_plan(ex.request, ex.provider.profile)
+    content = [reply_token(i) for i in range(n_tokens)]
+    total = scripted.completion_tokens(script, content)
+    head = {"id": record["id"], "object": "chat.completion.chunk",
+            "created": int(record["received_at"]), "model": ex.request.model}  # fmt: skip
+    if not ex.request.stream:
+        await sleep((ttft_s + total * token_interval_s(ex.provider.profile)) * ex.scale)
+        message, forced = scripted.message(script, content)
+        choice = {"index": 0, "message": message, "finish_reason": forced or finish_reason,
+                  "logprobs": None}  # fmt: skip
+        body = {**head, "object": "chat.completion", "choices": [choice],
+                "usage": usage(record, total, script.reasoning_tokens)}  # fmt: skip
+        record["first_token_at"] = time.time()
+        record["completion_tokens_sent"] = total
+        await send_json_reply(ex, body)
+        return
+    await ex.send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+    await sleep(ttft_s * ex.scale)
+    role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+    await ex.body(b"data: " + orjson.dumps({**head, "choices": [role]}) + b"\n\n")
+    record["first_token_at"] = time.time()
+    interval = token_interval_s(ex.provider.profile) * ex.scale
+    for event in scripted.stream_events(head, script, content, finish_reason):
+        await sleep(interval)
+        await ex.body(event)
+    tail = b""
+    if ex.request.include_usage:
+        last = {**head, "choices": [], "usage": usage(record, total, script.reasoning_tokens)}
+        tail = b"data: " + orjson.dumps(last) + b"\n\n"
+    record["completion_tokens_sent"] = total
+    await ex.body(tail + DONE, more=False)
+    finish_record(record, "completed", None)
+
+
+async def send_json_reply(ex: Exchange, body: dict[str, Any]) -> None:
+    payload = orjson.dumps(body)
+    headers = [JSON_TYPE, (b"content-length", str(len(payload)).encode())]
+    await ex.send({"type": "http.response.start", "status": 200, "headers": headers})
+    await ex.body(payload, more=False)
+    finish_record(ex.record, "completed", None)

@@ -10,11 +10,19 @@ from .types import RoutingError
 
 SORTS = ("price", "throughput", "latency")
 SUFFIX_SORTS = {"floor": "price", "nitro": "throughput"}
-# OpenRouter keys we accept and that need no action: UberLLM always requires the
-# parameters the gateway marks as required (RequestFeatures.required_parameters).
-_NOOP_KEYS = frozenset({"require_parameters"})
-_KEYS = frozenset({"only", "ignore", "order", "sort", "allow_fallbacks", "max_price"})
+# OpenRouter's documented preferences UberLLM accepts without acting on them (nothing
+# in the catalog to filter on yet, or routing already does it: smart routing weighs
+# latency and throughput itself); ``ignored_keys`` names those a request sent.
+NOOP_KEYS = frozenset({
+    "data_collection", "zdr", "enforce_distillable_text", "quantizations",
+    "preferred_max_latency", "preferred_min_throughput",
+})  # fmt: skip
+_KEYS = frozenset({
+    "only", "ignore", "order", "sort", "allow_fallbacks", "max_price", "require_parameters",
+})  # fmt: skip
 _MAX_PRICE_KEYS = frozenset({"prompt", "completion"})
+# max_price fields OpenRouter defines that have no price in UberLLM's catalog.
+_NOOP_MAX_PRICE_KEYS = frozenset({"request", "image", "audio"})
 
 
 def _bad(message: str) -> RoutingError:
@@ -32,6 +40,8 @@ class RoutingOptions:
     allow_fallbacks: bool = True
     max_price_prompt: float | None = None
     max_price_completion: float | None = None
+    require_parameters: bool = False
+    ignored_keys: tuple[str, ...] = ()
 
     @property
     def is_customer_choice(self) -> bool:
@@ -40,8 +50,11 @@ class RoutingOptions:
 
     @property
     def named_providers(self) -> tuple[str, ...]:
-        """Every slug the customer wrote in only/ignore/order."""
-        return self.only + self.ignore + self.order
+        """The slugs that must exist for the model: only/ignore, and ``order`` when it
+        allows no fallback (with fallbacks, an unknown or disabled provider in ``order``
+        is skipped, as on OpenRouter)."""
+        named = self.only + self.ignore
+        return named if self.allow_fallbacks else named + self.order
 
     @classmethod
     def from_request(
@@ -55,11 +68,11 @@ class RoutingOptions:
         provider = {} if provider_obj is None else provider_obj
         if not isinstance(provider, dict):
             raise _bad("provider must be an object")
-        unknown = sorted(set(provider) - _KEYS - _NOOP_KEYS)
+        unknown = sorted(set(provider) - _KEYS - NOOP_KEYS)
         if unknown:
             raise _bad(
                 f"unsupported provider option(s): {', '.join(unknown)}; "
-                f"supported: {', '.join(sorted(_KEYS | _NOOP_KEYS))}"
+                f"supported: {', '.join(sorted(_KEYS | NOOP_KEYS))}"
             )
         max_prompt, max_completion = _parse_max_price(provider.get("max_price"))
         return cls(
@@ -70,6 +83,8 @@ class RoutingOptions:
             allow_fallbacks=_parse_bool(provider, "allow_fallbacks", default=True),
             max_price_prompt=max_prompt,
             max_price_completion=max_completion,
+            require_parameters=_parse_bool(provider, "require_parameters", default=False),
+            ignored_keys=tuple(sorted(NOOP_KEYS & provider.keys())),
         )
 
 
@@ -133,7 +148,7 @@ def _parse_max_price(value: object) -> tuple[float | None, float | None]:
         return None, None
     if not isinstance(value, dict):
         raise _bad("provider.max_price must be an object with prompt and/or completion")
-    unknown = sorted(set(value) - _MAX_PRICE_KEYS)
+    unknown = sorted(set(value) - _MAX_PRICE_KEYS - _NOOP_MAX_PRICE_KEYS)
     if unknown:
         raise _bad(f"unsupported provider.max_price field(s): {', '.join(unknown)}")
     return _parse_price(value, "prompt"), _parse_price(value, "completion")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import orjson
@@ -84,6 +84,25 @@ def _options(chat: ChatRequest) -> RoutingOptions:
         raise GatewayError(exc.status, exc.message, code=exc.code, param="provider") from None
 
 
+# Parameters an endpoint may or may not support (OpenRouter's ``supported_parameters``
+# names): with ``provider.require_parameters`` every one sent must be supported.
+REQUIRABLE_PARAMETERS = frozenset({
+    "tools", "tool_choice", "max_tokens", "temperature", "top_p", "reasoning",
+    "include_reasoning", "response_format", "structured_outputs", "stop", "frequency_penalty",
+    "presence_penalty", "seed", "top_k", "min_p", "top_a", "repetition_penalty", "logit_bias",
+    "logprobs", "top_logprobs", "parallel_tool_calls", "verbosity",
+})  # fmt: skip
+
+
+def required_parameters(chat: ChatRequest, options: RoutingOptions) -> frozenset[str]:
+    if not options.require_parameters:
+        return chat.required_parameters
+    sent = chat.sent_parameters()
+    if "max_completion_tokens" in sent:
+        sent |= {"max_tokens"}
+    return chat.required_parameters | (sent & REQUIRABLE_PARAMETERS)
+
+
 def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dict, int, int, list]:
     """Plan where to send ``chat`` from the snapshot; GatewayError (400/404) if nowhere."""
     options = _options(chat)
@@ -99,7 +118,7 @@ def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dic
         prompt_tokens=prompt_tokens,
         expected_output_tokens=memory.outputs.expected(slug, bucket, chat.max_tokens),
         cached_tokens=cached,
-        required_parameters=chat.required_parameters,
+        required_parameters=required_parameters(chat, options),
         stream=chat.stream,
         expected_followup_turns=followup_turns(chat),
     )
@@ -119,16 +138,42 @@ def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dic
     return plan, cached, prompt_tokens, raw, hashes
 
 
+async def _plan_model(chat: ChatRequest) -> tuple[ChatRequest, CatalogModel, tuple]:
+    """The first of ``model`` and the ``models`` fallbacks that exists and can be planned
+    (OpenRouter's fallback list); the error of the first model if none can."""
+    first_error: GatewayError | None = None
+    for model_id in (chat.body["model"], *chat.fallback_models):
+        slug, _, suffix = model_id.partition(":")
+        candidate = (
+            chat
+            if slug == chat.model_slug
+            else replace(chat, model_slug=slug, model_suffix=suffix or None)
+        )
+        model = await catalog_cache.get(slug)
+        # After the catalog read: the first refresh reads the speeds of its endpoints.
+        await refresher.ready()
+        try:
+            if model is None:
+                raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
+            return candidate, model, plan_request(candidate, model)
+        except GatewayError as exc:
+            if exc.status not in (404, 503) or not chat.fallback_models:
+                raise
+            first_error = first_error or exc
+    assert first_error is not None
+    raise first_error
+
+
 async def accept(principal: KeyPrincipal, body: bytes) -> Accepted:
     """Validate and plan an authenticated request; raises GatewayError."""
+    return await accept_chat(principal, parse_chat_request(body))
+
+
+async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
+    """Plan an authenticated, validated request; raises GatewayError."""
     if (over := await key_over_monthly_limit(principal)) is not None:
         raise GatewayError(402, over, code="insufficient_quota")
-    chat = parse_chat_request(body)
-    model = await catalog_cache.get(chat.model_slug)
-    if model is None:
-        raise GatewayError(404, f"Unknown model '{chat.model_slug}'.", code="model_not_found")
-    await refresher.ready()
-    plan, cached, prompt_tokens, raw, hashes = plan_request(chat, model)
+    chat, model, (plan, cached, prompt_tokens, raw, hashes) = await _plan_model(chat)
     return Accepted(
         request_id=f"gen-{uuid.uuid4().hex}",
         principal=principal,

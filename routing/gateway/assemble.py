@@ -6,12 +6,17 @@ from typing import Any
 
 
 class _Choice:
-    __slots__ = ("content", "finish_reason", "logprobs", "refusal", "role", "tool_calls")
+    __slots__ = ("content", "finish_reason", "logprobs", "reasoning", "refusal", "role",
+                 "tool_calls")  # fmt: skip
 
     def __init__(self) -> None:
         self.role = "assistant"
         self.content: list[str] = []
         self.refusal: list[str] = []
+        # Reasoning text under the field name(s) the provider used (DeepSeek and vLLM send
+        # reasoning_content, OpenRouter-style hosts reasoning): a client that sends the
+        # message back (DeepSeek's thinking mode with tools requires it) gets it as sent.
+        self.reasoning: dict[str, list[str]] = {}
         self.tool_calls: dict[int, dict[str, Any]] = {}
         self.logprobs: list[Any] | None = None
         self.finish_reason: str | None = None
@@ -23,6 +28,9 @@ class _Choice:
             self.content.append(delta["content"])
         if delta.get("refusal"):
             self.refusal.append(delta["refusal"])
+        for key in ("reasoning_content", "reasoning"):
+            if isinstance(delta.get(key), str) and delta[key]:
+                self.reasoning.setdefault(key, []).append(delta[key])
         for call in delta.get("tool_calls") or ():
             self._add_tool_call(call)
         logprobs = choice.get("logprobs")
@@ -47,6 +55,8 @@ class _Choice:
             "content": "".join(self.content) if self.content or not self.tool_calls else None,
             "refusal": "".join(self.refusal) or None,
         }
+        for key, parts in self.reasoning.items():
+            message[key] = "".join(parts)
         if self.tool_calls:
             message["tool_calls"] = [self.tool_calls[i] for i in sorted(self.tool_calls)]
         return message

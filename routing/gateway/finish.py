@@ -15,6 +15,7 @@ from billing.ledger import CallResult, OpenRow
 from billing.ledger_writer import ledger_writer, queue_finish, queue_open
 from uberllm import metrics
 
+from ..core.options import NOOP_KEYS
 from .accept import Accepted
 
 
@@ -80,7 +81,20 @@ def call_result(accepted: Accepted, outcome: Outcome, call: FinishedCall) -> Cal
         result.prices = {k: str(v) for k, v in served.route.prices.items()}
     elif accepted.plan.choices:
         result.routing_reason = accepted.plan.choices[0].reason
+    result.routing_reason = with_ignored_options(result.routing_reason, accepted)
     return result
+
+
+def with_ignored_options(reason: str, accepted: Accepted) -> str:
+    """The routing reason, plus the OpenRouter provider options the request sent that
+    UberLLM accepted without acting on them (the generation record says so)."""
+    ignored = sorted(NOOP_KEYS & (accepted.chat.provider_options or {}).keys())
+    if not ignored:
+        return reason
+    return f"{reason} (ignored: {', '.join(ignored)})"[:ROUTING_REASON_MAX]
+
+
+ROUTING_REASON_MAX = 128  # billing.models.Activity.routing_reason
 
 
 def finish(accepted: Accepted, outcome: Outcome, call: FinishedCall) -> None:

@@ -43,7 +43,7 @@ def test_max_price_endpoint_is_never_tried_even_as_fallback():
     [
         RoutingOptions(only=("nosuch",)),
         RoutingOptions(ignore=("nosuch",)),
-        RoutingOptions(order=("large", "nosuch")),
+        RoutingOptions(order=("large", "nosuch"), allow_fallbacks=False),
     ],
 )
 def test_unknown_provider_slug_is_a_400(options):
@@ -53,6 +53,12 @@ def test_unknown_provider_slug_is_a_400(options):
     assert caught.value.code == "unknown_provider"
     assert "nosuch" in caught.value.message
     assert "large, small" in caught.value.message  # says which providers exist
+
+
+def test_unknown_provider_in_order_falls_back():
+    route_plan = plan([SMALL, LARGE], options=RoutingOptions(order=("nosuch", "large")))
+    assert route_plan.choices[0].endpoint.provider_slug == "large"
+    assert {c.endpoint.provider_slug for c in route_plan.choices} == {"large", "small"}
 
 
 def test_base_slug_matches_provider_variants():

@@ -57,8 +57,9 @@ def test_suffix_agreeing_with_sort_is_fine():
         ({"max_price": {"prompt": "1"}}, None, "max_price.prompt must be a number"),
         ({"max_price": {"completion": True}}, None, "max_price.completion must be a number"),
         ({"max_price": {"prompt": -1}}, None, "must be a finite number >= 0"),
-        ({"max_price": {"request": 0.1}}, None, "unsupported provider.max_price field"),
-        ({"data_collection": "deny"}, None, "unsupported provider option(s): data_collection"),
+        ({"max_price": {"tokens": 0.1}}, None, "unsupported provider.max_price field"),
+        ({"made_up": "deny"}, None, "unsupported provider option(s): made_up"),
+        ({"require_parameters": "yes"}, None, "require_parameters must be true or false"),
         (None, ":free", "unknown model suffix :free"),
         ({"sort": "latency"}, ":nitro", "contradicts the model suffix"),
     ],
@@ -71,8 +72,29 @@ def test_invalid_options_are_a_clear_400(provider, suffix, message):
     assert message in caught.value.message
 
 
-def test_require_parameters_is_accepted():
-    assert RoutingOptions.from_request({"require_parameters": True}) == RoutingOptions()
+def test_require_parameters_is_parsed():
+    assert RoutingOptions.from_request({"require_parameters": True}).require_parameters
+    assert not RoutingOptions.from_request({}).require_parameters
+
+
+def test_openrouter_preferences_are_accepted_and_reported_ignored():
+    provider = {
+        "data_collection": "deny", "zdr": True, "quantizations": ["fp8"],
+        "preferred_max_latency": 2, "preferred_min_throughput": {"p50": 50},
+        "enforce_distillable_text": False, "max_price": {"prompt": 1, "request": 0.01},
+    }  # fmt: skip
+    options = RoutingOptions.from_request(provider)
+    assert options.ignored_keys == (
+        "data_collection", "enforce_distillable_text", "preferred_max_latency",
+        "preferred_min_throughput", "quantizations", "zdr",
+    )  # fmt: skip
+    assert options.max_price_prompt == 1.0
+
+
+def test_unknown_provider_in_order_is_required_only_without_fallbacks():
+    assert RoutingOptions(order=("gone",)).named_providers == ()
+    strict = RoutingOptions(order=("gone",), allow_fallbacks=False)
+    assert strict.named_providers == ("gone",)
 
 
 @pytest.mark.parametrize(

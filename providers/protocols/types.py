@@ -1,0 +1,61 @@
+"""Neutral chat types shared by the wire formats (no Django, no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    index: int
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    index: int
+    arguments: str  # a fragment of the arguments' JSON text
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    reason: str  # OpenAI's finish_reason: stop, length, tool_calls, content_filter, error
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamError:
+    message: str
+
+
+ChatEvent = (
+    TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | Finish | UsageReport | StreamError
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolError(Exception):
+    """A request a wire format refuses: HTTP status, message, the field at fault."""
+
+    status: int
+    message: str
+    param: str | None = None

@@ -1,0 +1,187 @@
+"""The Anthropic Messages API (``POST /api/v1/messages``, ``/v1/messages``, and
+``.../messages/count_tokens``) on the same gateway session as chat completions.
+
+A Messages request is translated to the neutral (OpenAI chat) form
+(``providers.protocols.anthropic_messages``), validated and planned like any chat
+request, and run by the same ``LiveCall``: routing, retries, hedging, billing and the
+Activity row are the chat path's. Only the rendering differs: ``MessagesResponder`` is
+the ``Responder`` the call writes to, and it turns the OpenAI chunks (and the
+keep-alive comments, the mid-stream error chunk, ``[DONE]``) into Messages SSE events,
+a whole reply into a Message, and every error into Anthropic's error shape.
+
+Authentication: ``x-api-key: <key>`` (Anthropic's SDK) or ``Authorization: Bearer``
+(Claude Code with ``ANTHROPIC_AUTH_TOKEN``); ``anthropic-version`` and
+``anthropic-beta`` headers are accepted and need nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from billing.auth import KeyPrincipal
+from providers.protocols import anthropic_messages as wire
+from providers.protocols import openai_chat
+from providers.protocols.types import ProtocolError
+
+from ..catalog import catalog_cache
+from ..errors import GatewayError
+from ..memory import memory
+from ..request import chat_request_from
+from .accept import Accepted, accept_chat, require_key
+from .asgi import _content_type_ok, _header, _watch_disconnect, admission, read_body
+from .call import LiveCall
+from .finish import start
+from .respond import Responder
+
+logger = logging.getLogger(__name__)
+
+
+def authorization(scope: dict[str, Any]) -> str | None:
+    """``Authorization`` as sent, else ``x-api-key`` as a Bearer header."""
+    header = _header(scope, b"authorization")
+    if header:
+        return header
+    api_key = _header(scope, b"x-api-key")
+    return f"Bearer {api_key}" if api_key else None
+
+
+class MessagesResponder(Responder):
+    """A ``Responder`` that speaks Messages: what ``LiveCall`` writes in OpenAI's wire
+    format (whole SSE events, or one ``chat.completion``) leaves as Messages."""
+
+    __slots__ = ("accepted", "renderer", "sse")
+
+    def __init__(self, send) -> None:
+        super().__init__(send)
+        self.sse = False  # a stream started: writes are OpenAI SSE events to translate
+        self.renderer: wire.StreamRenderer | None = None
+        self.accepted: Accepted | None = None
+
+    def bind(self, accepted: Accepted) -> None:
+        self.accepted = accepted
+        self.renderer = wire.StreamRenderer(
+            accepted.request_id, accepted.chat.model_slug, accepted.prompt_tokens_estimate
+        )
+
+    async def start_sse(self, request_id: str) -> None:
+        await super().start_sse(request_id)
+        self.sse = True
+        assert self.renderer is not None
+        await Responder.write(self, self.renderer.start() + wire.PING)
+
+    def _translate(self, body: bytes) -> bytes:
+        renderer = self.renderer
+        assert renderer is not None
+        out = []
+        for event in body.split(b"\n\n"):
+            if not event:
+                continue
+            if event.startswith(b":"):
+                out.append(wire.PING)
+            elif event == b"data: [DONE]":
+                out.append(renderer.finish())
+            elif event.startswith(b"data: "):
+                chunk = orjson.loads(event[6:])
+                out += [renderer.render(e) for e in openai_chat.events_from_chunk(chunk)]
+        return b"".join(out)
+
+    async def write(self, body: bytes, *, end: bool = False) -> None:
+        await Responder.write(self, self._translate(body) if self.sse else body, end=end)
+
+    async def json(
+        self, status: int, body: bytes, request_id: str | None = None,
+        extra: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:  # fmt: skip
+        accepted = self.accepted
+        if status == 200 and accepted is not None:
+            events = openai_chat.events_from_completion(orjson.loads(body))
+            message = wire.render_message(accepted.request_id, accepted.chat.model_slug,
+                                          events, accepted.prompt_tokens_estimate)  # fmt: skip
+            body = orjson.dumps(message)
+        await Responder.json(self, status, body, request_id, extra)
+
+    async def error(self, error: GatewayError, request_id: str | None = None) -> None:
+        body = orjson.dumps(wire.error_body(error.status, error.message))
+        await Responder.json(self, error.status, body, request_id, error.headers())
+
+
+def _protocol_error(exc: ProtocolError) -> GatewayError:
+    return GatewayError(exc.status, exc.message, param=exc.param)
+
+
+async def _count_tokens(request: Any, out: MessagesResponder) -> None:
+    """``POST /v1/messages/count_tokens``: the gateway's estimate for the model."""
+    messages = wire.count_text(request)
+    slug = request["model"].partition(":")[0]
+    if await catalog_cache.get(slug) is None:
+        raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
+    tokens = memory.tokens.estimate_for(slug, messages)
+    await out.json(200, orjson.dumps({"input_tokens": tokens}))
+
+
+class MessagesApp:
+    """ASGI app for the Messages API: admission and body reading as ``ChatApp``."""
+
+    async def __call__(self, scope: dict[str, Any], receive, send) -> None:
+        out = MessagesResponder(send)
+        if scope["method"] != "POST":
+            await out.error(GatewayError(405, "Use POST.", allow="POST"))
+            return
+        if not admission.try_enter():
+            await out.error(GatewayError(529, "The gateway is at capacity; retry shortly.",
+                                         retry_after_s=1))  # fmt: skip
+            return
+        try:
+            await self._handle(scope, receive, out)
+        except asyncio.CancelledError:
+            pass  # the client went away; the call (if any) finished its row
+        except Exception:
+            logger.exception("messages request failed")
+            if not out.started:
+                await out.error(GatewayError(500, "Internal gateway error.", code="internal"))
+        finally:
+            admission.leave()
+
+    async def _accept(self, scope: dict[str, Any], receive, out: MessagesResponder):
+        """The accepted call, or None when the request was answered already."""
+        body = await read_body(scope, receive)
+        if not _content_type_ok(scope):
+            raise GatewayError(415, "Content-Type must be application/json.")
+        principal: KeyPrincipal = await require_key(authorization(scope))
+        try:
+            request = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise GatewayError(400, f"Request body is not valid JSON: {exc}") from None
+        if scope["path"].rstrip("/").endswith("/count_tokens"):
+            await _count_tokens(request, out)
+            return None
+        return await accept_chat(principal, chat_request_from(wire.to_chat_body(request)))
+
+    async def _handle(self, scope: dict[str, Any], receive, out: MessagesResponder) -> None:
+        try:
+            accepted = await self._accept(scope, receive, out)
+        except ProtocolError as exc:
+            await out.error(_protocol_error(exc))
+            return
+        except GatewayError as exc:
+            await out.error(exc)
+            return
+        if accepted is None:
+            return
+        out.bind(accepted)
+        start(accepted)
+        task = asyncio.current_task()
+        assert task is not None
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, task, out))
+        try:
+            await LiveCall(accepted, out).run()
+        finally:
+            watcher.cancel()
+
+
+messages_app = MessagesApp()

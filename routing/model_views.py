@@ -1,0 +1,30 @@
+"""``GET /api/v1/models/{slug}`` (OpenAI's models.retrieve) and
+``GET /api/v1/models/{slug}/endpoints`` (OpenRouter's): JSON, 404 for an unknown model."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from .errors import GatewayError
+from .selectors import model_endpoints_payload, model_payload
+
+
+async def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    return await _one_model(request, slug, model_payload)
+
+
+async def model_endpoints(request: HttpRequest, slug: str) -> HttpResponse:
+    return await _one_model(request, slug, model_endpoints_payload)
+
+
+async def _one_model(
+    request: HttpRequest, slug: str, read: Callable[[str], Awaitable[dict | None]]
+) -> HttpResponse:
+    if request.method != "GET":
+        return GatewayError(405, "Use GET.", allow="GET").response()
+    payload = await read(slug)
+    if payload is None:
+        return GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found").response()
+    return JsonResponse(payload)

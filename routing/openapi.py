@@ -1,0 +1,300 @@
+"""The published OpenAPI 3 schema (``GET /api/v1/openapi.json``), made by drf-spectacular.
+
+The DRF views (generation, activity) are described through spectacular's extensions
+(no edit to the views themselves). The lean ASGI endpoints (chat completions, Anthropic
+Messages) and the plain Django model reads are invisible to it: ``add_lean_paths``, a
+postprocessing hook, adds their hand-written description. Only ``/api/v1/`` paths are
+published (the ``/v1`` aliases are the same API).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiViewExtension
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+
+JSON = "application/json"
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_ANTHROPIC_ERROR = {"$ref": "#/components/schemas/AnthropicError"}
+
+
+def only_public_api(endpoints: list[tuple], **kwargs: Any) -> list[tuple]:
+    """Preprocessing hook: the ``/api/v1/`` endpoints only."""
+    return [e for e in endpoints if e[0].startswith("/api/v1/")]
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    target_class = "billing.drf.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema) -> dict[str, Any]:
+        return {"type": "http", "scheme": "bearer", "description": "An UberLLM API key."}
+
+
+class _ErrorBody(serializers.Serializer):
+    message = serializers.CharField()
+    type = serializers.CharField()
+    code = serializers.CharField(allow_null=True)
+    param = serializers.CharField(allow_null=True)
+
+
+ERROR = inline_serializer("ErrorResponse", {"error": _ErrorBody()})
+
+
+class GenerationApiSchema(OpenApiViewExtension):
+    target_class = "routing.apis.GenerationApi"
+
+    def view_replacement(self):
+        from .apis import GenerationSerializer
+
+        class Documented(self.target_class):
+            @extend_schema(
+                summary="One call's record",
+                parameters=[OpenApiParameter("id", str, required=True)],
+                responses={
+                    200: inline_serializer("GenerationResponse", {"data": GenerationSerializer()}),
+                    401: ERROR,
+                    404: ERROR,
+                },
+            )
+            def get(self, request):
+                return super().get(request)
+
+        return Documented
+
+
+class ActivityApiSchema(OpenApiViewExtension):
+    target_class = "billing.apis.ActivityListApi"
+
+    def view_replacement(self):
+        from billing.apis import ActivityRowSerializer
+
+        totals = inline_serializer("ActivityTotals", {
+            "calls": serializers.IntegerField(), "total_cost": serializers.CharField(),
+            "tokens_prompt": serializers.IntegerField(),
+            "tokens_cached": serializers.IntegerField(),
+            "tokens_completion": serializers.IntegerField(),
+        })  # fmt: skip
+        params = [OpenApiParameter(name, str) for name in ("model", "provider", "status")]
+        params += [OpenApiParameter(name, str) for name in ("date_from", "date_to")]
+
+        class Documented(self.target_class):
+            @extend_schema(
+                summary="The organisation's calls and totals",
+                parameters=params,
+                responses={
+                    200: inline_serializer("ActivityResponse", {
+                        "data": ActivityRowSerializer(many=True), "totals": totals}),
+                    400: ERROR,
+                    401: ERROR,
+                },
+            )  # fmt: skip
+            def get(self, request):
+                return super().get(request)
+
+        return Documented
+
+
+# --- the lean endpoints, by hand ----------------------------------------------------------
+def _number(low: float, high: float) -> dict[str, Any]:
+    return {"type": "number", "minimum": low, "maximum": high}
+
+
+def _errors(*statuses: int, schema: dict[str, Any] = _ERROR) -> dict[str, Any]:
+    return {str(s): {"description": "Error", "content": {JSON: {"schema": schema}}}
+            for s in statuses}  # fmt: skip
+
+
+_ROLES = ["system", "developer", "user", "assistant", "tool", "function"]
+_PARTS = {"type": "array", "minItems": 1, "items": {"type": "object"}}
+MESSAGE = {
+    "type": "object",
+    "required": ["role"],
+    "properties": {
+        "role": {"type": "string", "enum": _ROLES},
+        "content": {"oneOf": [{"type": "string"}, _PARTS], "nullable": True},
+        "tool_call_id": {"type": "string"},
+        "tool_calls": {"type": "array", "items": {"type": "object"}},
+        "name": {"type": "string"},
+    },
+}
+CHAT_REQUEST = {
+    "type": "object",
+    "required": ["model", "messages"],
+    "description": "OpenAI Chat Completions; fields not listed pass through to the provider.",
+    "properties": {
+        "model": {"type": "string", "minLength": 1},
+        "models": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 8},
+        "messages": {"type": "array", "minItems": 1, "items": MESSAGE},
+        "stream": {"type": "boolean"},
+        "stream_options": {"type": "object"},
+        "max_tokens": {"type": "integer", "minimum": 1},
+        "max_completion_tokens": {"type": "integer", "minimum": 1},
+        "temperature": _number(0, 2),
+        "top_p": _number(0, 1),
+        "frequency_penalty": _number(-2, 2),
+        "presence_penalty": _number(-2, 2),
+        "n": {"type": "integer", "minimum": 1, "maximum": 1},
+        "tools": {"type": "array", "items": {"type": "object"}},
+        "tool_choice": {"oneOf": [{"type": "string"}, {"type": "object"}]},
+        "response_format": {"type": "object"},
+        "provider": {"type": "object", "description": "OpenRouter's provider preferences"},
+    },
+}
+CHAT_COMPLETION = {
+    "type": "object",
+    "required": ["id", "object", "choices"],
+    "properties": {
+        "id": {"type": "string"},
+        "object": {"type": "string", "enum": ["chat.completion"]},
+        "model": {"type": "string"},
+        "provider": {"type": "string"},
+        "choices": {"type": "array", "items": {"type": "object"}},
+        "usage": {"type": "object", "nullable": True},
+    },
+}
+MESSAGES_REQUEST = {
+    "type": "object",
+    "required": ["model", "max_tokens", "messages"],
+    "description": "Anthropic Messages; translated to the catalog's upstreams.",
+    "properties": {
+        "model": {"type": "string", "minLength": 1},
+        "max_tokens": {"type": "integer", "minimum": 1},
+        "messages": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["role", "content"],
+            "properties": {"role": {"type": "string", "enum": ["user", "assistant", "system"]},
+                           "content": {"oneOf": [{"type": "string"},
+                                                 {"type": "array", "items": {"type": "object"}}]}},
+        }},
+        "system": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
+        "stream": {"type": "boolean"},
+        "tools": {"type": "array", "items": {"type": "object"}},
+        "thinking": {"type": "object"},
+    },
+}  # fmt: skip
+MESSAGE_REPLY = {
+    "type": "object",
+    "required": ["id", "type", "role", "content"],
+    "properties": {
+        "id": {"type": "string"},
+        "type": {"type": "string", "enum": ["message"]},
+        "role": {"type": "string", "enum": ["assistant"]},
+        "content": {"type": "array", "items": {"type": "object"}},
+        "stop_reason": {"type": "string", "nullable": True},
+        "usage": {"type": "object"},
+    },
+}
+MODEL = {
+    "type": "object",
+    "required": ["id", "object"],
+    "properties": {
+        "id": {"type": "string"},
+        "object": {"type": "string", "enum": ["model"]},
+        "owned_by": {"type": "string"},
+        "context_length": {"type": "integer"},
+        "supported_parameters": {"type": "array", "items": {"type": "string"}},
+        "pricing": {"type": "object"},
+        "endpoints": {"type": "array", "items": {"type": "object"}},
+    },
+}
+SCHEMAS = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {"type": "object", "required": ["message", "type"], "properties": {
+            "message": {"type": "string"}, "type": {"type": "string"},
+            "code": {"oneOf": [{"type": "string"}, {"type": "integer"}], "nullable": True},
+            "param": {"type": "string", "nullable": True}}}},
+    },
+    "AnthropicError": {
+        "type": "object",
+        "required": ["type", "error"],
+        "properties": {"type": {"type": "string", "enum": ["error"]}, "error": {
+            "type": "object", "required": ["type", "message"],
+            "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}},
+    },
+    "ChatCompletionRequest": CHAT_REQUEST,
+    "ChatCompletion": CHAT_COMPLETION,
+    "MessagesRequest": MESSAGES_REQUEST,
+    "Message": MESSAGE_REPLY,
+    "Model": MODEL,
+}  # fmt: skip
+_SECURED = [{"ApiKey": []}]
+_NULLABLE_NUMBER = {"type": "number", "nullable": True}
+KEY = {"type": "object", "required": ["data"], "properties": {"data": {
+    "type": "object", "required": ["usage"], "properties": {
+        "limit": _NULLABLE_NUMBER, "usage": {"type": "number"},
+        "limit_remaining": _NULLABLE_NUMBER, "limit_reset": {"type": "string"}}}}}  # fmt: skip
+_SSE = {"text/event-stream": {"schema": {"type": "string"}}}
+_SLUG = [{"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}]
+
+
+def _post(
+    operation_id: str, summary: str, request: str, reply: dict[str, Any], errors: dict
+) -> dict[str, Any]:
+    return {"post": {
+        "operationId": operation_id, "summary": summary, "security": _SECURED,
+        "requestBody": {"required": True, "content": {
+            JSON: {"schema": {"$ref": f"#/components/schemas/{request}"}}}},
+        "responses": {"200": {"description": "The reply (SSE when stream is true)",
+                              "content": {JSON: {"schema": reply}, **_SSE}}, **errors},
+    }}  # fmt: skip
+
+
+def _get(
+    operation_id: str, summary: str, schema: dict[str, Any], params: list | None = None
+) -> dict[str, Any]:
+    operation = {
+        "operationId": operation_id,
+        "summary": summary,
+        "responses": {"200": {"description": "OK", "content": {JSON: {"schema": schema}}},
+                      **_errors(404)},
+    }  # fmt: skip
+    if params:
+        operation["parameters"] = params
+    return {"get": operation}
+
+
+_MODEL_REF = {"$ref": "#/components/schemas/Model"}
+_CHAT_ERRORS = _errors(400, 401, 402, 404, 413, 415, 429, 502, 503, 504)
+_MESSAGES_ERRORS = _errors(400, 401, 402, 404, 413, 415, 429, 502, 503, 504, 529,
+                           schema=_ANTHROPIC_ERROR)  # fmt: skip
+LEAN_PATHS = {
+    "/api/v1/chat/completions": _post(
+        "chat_completions_create", "Chat completion (OpenAI)", "ChatCompletionRequest",
+        {"$ref": "#/components/schemas/ChatCompletion"}, _CHAT_ERRORS,
+    ),
+    "/api/v1/messages": _post(
+        "messages_create", "Message (Anthropic)", "MessagesRequest",
+        {"$ref": "#/components/schemas/Message"}, _MESSAGES_ERRORS,
+    ),
+    "/api/v1/messages/count_tokens": _post(
+        "messages_count_tokens", "Count a Messages request's input tokens", "MessagesRequest",
+        {"type": "object", "required": ["input_tokens"],
+         "properties": {"input_tokens": {"type": "integer"}}}, _MESSAGES_ERRORS,
+    ),
+    "/api/v1/models": _get("models_list", "The catalog", {
+        "type": "object", "required": ["data"], "properties": {
+            "object": {"type": "string"}, "data": {"type": "array", "items": _MODEL_REF}}}),
+    "/api/v1/key": {"get": {
+        "operationId": "key_retrieve", "summary": "The calling key's limit and spend",
+        "security": _SECURED,
+        "responses": {"200": {"description": "OK", "content": {JSON: {"schema": KEY}}},
+                      **_errors(401)},
+    }},
+    "/api/v1/models/{slug}": _get("models_retrieve", "One model", _MODEL_REF, _SLUG),
+    "/api/v1/models/{slug}/endpoints": _get("models_endpoints", "A model's endpoints", {
+        "type": "object", "required": ["data"], "properties": {"data": {"type": "object"}}},
+        _SLUG),
+}  # fmt: skip
+
+
+def add_lean_paths(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: the endpoints drf-spectacular cannot see."""
+    result.setdefault("paths", {}).update(LEAN_PATHS)
+    result.setdefault("components", {}).setdefault("schemas", {}).update(SCHEMAS)
+    schemes = result["components"].setdefault("securitySchemes", {})
+    schemes.setdefault("ApiKey", {"type": "http", "scheme": "bearer"})
+    return result

@@ -1,0 +1,195 @@
+"""The Anthropic Messages API through the live gateway, with the official ``anthropic``
+SDK: text, streaming, tools over several turns, thinking, token counting, both ways of
+passing the key, Anthropic-shaped errors; billed and recorded like any chat call."""
+
+import anthropic
+import httpx
+import orjson
+import pytest
+
+from ..support import TEST_MODEL
+from .test_chat_api import wait_finished
+
+pytestmark = pytest.mark.django_db(transaction=True)
+HI = [{"role": "user", "content": "Say hello."}]
+WEATHER = {
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
+                     "required": ["city"]},
+}  # fmt: skip
+ASK = [{"role": "user", "content": "What is the weather in Paris? Use get_weather."}]
+
+
+@pytest.fixture
+def claude(gateway, tenant):
+    with anthropic.Anthropic(base_url=f"{gateway.base_url}/api", api_key=tenant.key,
+                             max_retries=0) as sdk:  # fmt: skip
+        yield sdk
+
+
+def test_text_reply_billed_like_a_chat_call(claude, emulator):
+    message = claude.messages.create(model=TEST_MODEL, max_tokens=100, messages=HI,
+                                     system="You are terse.")  # fmt: skip
+    assert [b.type for b in message.content] == ["text"]
+    assert message.content[0].text.startswith("lorem")
+    assert message.stop_reason == "end_turn"
+    assert message.usage.output_tokens == 8 and message.usage.input_tokens > 0
+    row = wait_finished(message.id)
+    assert (row.status, row.model_slug, row.completion_tokens) == ("success", TEST_MODEL, 8)
+    assert row.cost_usd > 0
+    assert "system" not in emulator.log()[0]["request_body_keys"]  # became a message
+
+
+def test_max_tokens_stop_reason(claude):
+    message = claude.messages.create(model=TEST_MODEL, max_tokens=3, messages=HI)
+    assert message.stop_reason == "max_tokens"
+    assert message.usage.output_tokens == 3
+
+
+def test_streaming_text(claude):
+    with claude.messages.stream(model=TEST_MODEL, max_tokens=100, messages=HI) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_message()
+    assert kinds[0] == "message_start"
+    assert kinds[-1] == "message_stop"
+    assert {"content_block_start", "content_block_delta", "content_block_stop",
+            "message_delta"} <= set(kinds)  # fmt: skip
+    assert final.content[0].text.startswith("lorem")
+    assert final.stop_reason == "end_turn"
+    assert final.usage.output_tokens == 8
+    assert wait_finished(final.id).stream is True
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_multi_turn_tool_use(claude, emulator, stream):
+    first = _turn(claude, ASK, stream)
+    assert first.stop_reason == "tool_use"
+    (tool_use,) = [b for b in first.content if b.type == "tool_use"]
+    assert (tool_use.name, tool_use.input) == ("get_weather", {"city": "emulator"})
+    follow_up = [
+        *ASK,
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tool_use.id, "content": "Sunny, 21 C"},
+            {"type": "text", "text": "Thanks."},
+        ]},
+    ]  # fmt: skip
+    second = _turn(claude, follow_up, stream)
+    assert second.stop_reason == "end_turn"
+    assert second.content[-1].text.startswith("lorem")
+    assert len(emulator.log()) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_thinking_blocks(claude, stream):
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    message = _turn(claude, HI, stream, thinking=thinking, tools=[])
+    assert [b.type for b in message.content] == ["thinking", "text"]
+    assert message.content[0].thinking.startswith("Let me think")
+
+
+def _turn(claude, messages, stream: bool, **extra):
+    kwargs = {"model": TEST_MODEL, "max_tokens": 200, "messages": messages, "tools": [WEATHER],
+              **extra}  # fmt: skip
+    if not stream:
+        return claude.messages.create(**kwargs)
+    with claude.messages.stream(**kwargs) as events:
+        return events.get_final_message()
+
+
+def test_bearer_auth_and_v1_alias(gateway, tenant):
+    with anthropic.Anthropic(base_url=gateway.base_url, auth_token=tenant.key,
+                             max_retries=0) as sdk:  # fmt: skip
+        message = sdk.messages.create(model=TEST_MODEL, max_tokens=50, messages=HI)
+    assert message.content[0].text
+
+
+def test_count_tokens(claude):
+    counted = claude.messages.count_tokens(model=TEST_MODEL, messages=HI, tools=[WEATHER])
+    bare = claude.messages.count_tokens(model=TEST_MODEL, messages=HI)
+    assert counted.input_tokens > bare.input_tokens > 0
+
+
+def test_errors_in_anthropic_shape(gateway, claude, emulator):
+    stranger = anthropic.Anthropic(base_url=f"{gateway.base_url}/api", api_key="ullm_nope",
+                                   max_retries=0)  # fmt: skip
+    with stranger, pytest.raises(anthropic.AuthenticationError) as caught:
+        stranger.messages.create(model=TEST_MODEL, max_tokens=10, messages=HI)
+    assert caught.value.body["error"]["type"] == "authentication_error"
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        claude.messages.create(model=TEST_MODEL, max_tokens=10, messages=[])
+    assert caught.value.body == {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "messages: must be a non-empty array.",
+        },
+    }
+    with pytest.raises(anthropic.NotFoundError):
+        claude.messages.create(model="nobody/none", max_tokens=10, messages=HI)
+    assert emulator.log() == []
+
+
+def test_missing_max_tokens_is_a_400(gateway, tenant, emulator):
+    response = httpx.post(f"{gateway.api_url}/messages", headers={"x-api-key": tenant.key},
+                          json={"model": TEST_MODEL, "messages": HI})  # fmt: skip
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert "max_tokens" in response.json()["error"]["message"]
+
+
+def test_a_stream_cut_upstream_ends_with_an_error_event(gateway, tenant, emulator):
+    for slug in ("alpha", "bravo", "charlie"):
+        emulator.control(slug, fail_after_tokens=3, default_output_tokens=20)
+    events = _raw_stream(gateway, tenant.key, {"model": TEST_MODEL, "max_tokens": 100,
+                                               "messages": HI, "stream": True})  # fmt: skip
+    names = [name for name, _ in events]
+    assert names[0] == "message_start"
+    assert names[-1] == "error"
+    assert "message_stop" not in names
+
+
+def test_a_claude_code_request_is_accepted(gateway, tenant, emulator):
+    """The fields and headers Claude Code 2.1 sends (shared/reference/claude-code-requests.md)."""
+    tools = [{"name": f"Tool{i}", "description": "d", "input_schema": {"type": "object"}}
+             for i in range(24)]  # fmt: skip
+    tools.append({"type": "web_search_20250305", "name": "web_search"})  # a server tool
+    body = {
+        "model": TEST_MODEL, "max_tokens": 32000, "stream": True,
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "Say hello", "cache_control": {"type": "ephemeral"}}]}],
+        "system": [{"type": "text", "text": "You are Claude Code.",
+                    "cache_control": {"type": "ephemeral"}}],
+        "thinking": {"type": "adaptive"}, "tools": tools,
+        "metadata": {"user_id": "user_abc"},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015"}]},
+        "output_config": {"effort": "high"},
+    }  # fmt: skip
+    headers = {
+        "Authorization": f"Bearer {tenant.key}", "anthropic-version": "2023-06-01",
+        "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
+        "anthropic-dangerous-direct-browser-access": "true", "X-Claude-Code-Session-Id": "s1",
+    }  # fmt: skip
+    events = _raw_stream(gateway, None, body, headers=headers, path="/api/v1/messages?beta=true")
+    names = [name for name, _ in events]
+    assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
+    text = "".join(d["delta"].get("text", "") for n, d in events if n == "content_block_delta")
+    assert text.startswith("lorem")
+    sent = emulator.log()[0]["request_body_keys"]
+    assert "context_management" not in sent and "output_config" not in sent
+
+
+def _raw_stream(gateway, key, body, headers=None, path="/api/v1/messages"):
+    headers = headers or {"x-api-key": key}
+    events = []
+    with httpx.stream("POST", gateway.base_url + path, json=body, headers=headers,
+                      timeout=30) as response:  # fmt: skip
+        assert response.status_code == 200, response.read()
+        name = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                events.append((name, orjson.loads(line[6:])))
+    return events

@@ -1,0 +1,165 @@
+"""Code written for OpenRouter works: its provider preferences, the ``models`` fallback
+list, ``usage.include``, models.retrieve, and the ``/v1`` base URL without ``/api``."""
+
+import httpx
+import pytest
+
+from ..support import TEST_MODEL
+from .test_chat_api import wait_finished
+
+pytestmark = pytest.mark.django_db(transaction=True)
+USER = [{"role": "user", "content": "hi"}]
+
+
+def _chat(gateway, key, **fields):
+    return httpx.post(
+        f"{gateway.api_url}/chat/completions", headers={"Authorization": f"Bearer {key}"},
+        json={"model": TEST_MODEL, "messages": USER, **fields}, timeout=30,
+    )  # fmt: skip
+
+
+def test_every_documented_provider_preference_is_accepted(gateway, tenant, emulator):
+    provider = {
+        "data_collection": "deny", "zdr": True, "enforce_distillable_text": False,
+        "quantizations": ["fp8", "bf16"], "preferred_max_latency": {"p90": 3},
+        "preferred_min_throughput": 20, "allow_fallbacks": True, "sort": "price",
+        "max_price": {"prompt": 5, "completion": 5, "request": 0.1, "image": 0.1},
+    }  # fmt: skip
+    response = _chat(gateway, tenant.key, provider=provider)
+    assert response.status_code == 200, response.text
+    assert "provider" not in emulator.log()[0]["request_body_keys"]
+    reason = wait_finished(response.json()["id"]).routing_reason
+    assert reason.startswith("sorted by price (ignored: data_collection, enforce_distillable")
+    assert len(reason) <= 128
+
+
+def test_order_naming_an_unknown_provider_falls_back(gateway, tenant, emulator):
+    response = _chat(gateway, tenant.key, provider={"order": ["retired", "bravo"]})
+    assert response.status_code == 200, response.text
+    assert response.json()["provider"] == "bravo"
+
+
+def test_order_naming_an_unknown_provider_without_fallbacks_is_an_error(gateway, tenant, emulator):
+    response = _chat(gateway, tenant.key,
+                     provider={"order": ["retired"], "allow_fallbacks": False})  # fmt: skip
+    assert response.status_code == 400
+    assert "retired" in response.json()["error"]["message"]
+    assert emulator.log() == []
+
+
+def test_require_parameters_filters_on_supported_parameters(gateway, tenant, emulator):
+    # The test catalog's endpoints support max_tokens, temperature and tools.
+    ok = _chat(gateway, tenant.key, temperature=0.5, provider={"require_parameters": True})
+    assert ok.status_code == 200, ok.text
+    refused = _chat(gateway, tenant.key, top_p=0.5, provider={"require_parameters": True})
+    assert refused.status_code == 404
+    assert "top_p" in refused.json()["error"]["message"]
+    assert _chat(gateway, tenant.key, top_p=0.5).status_code == 200  # dropped-by-default
+
+
+def test_models_fallback_list_plans_the_next_model(gateway, tenant, emulator):
+    response = _chat(gateway, tenant.key, model="gone/model", models=["gone/model", TEST_MODEL])
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert reply["model"] == TEST_MODEL
+    assert wait_finished(reply["id"]).model_slug == TEST_MODEL
+    assert "models" not in emulator.log()[0]["request_body_keys"]
+
+
+def test_models_list_without_model_uses_its_first(gateway, tenant, emulator):
+    response = httpx.post(
+        f"{gateway.api_url}/chat/completions", headers={"Authorization": f"Bearer {tenant.key}"},
+        json={"models": [TEST_MODEL], "messages": USER}, timeout=30,
+    )  # fmt: skip
+    assert response.status_code == 200, response.text
+
+
+def test_models_fallback_all_unknown_is_the_first_models_error(gateway, tenant, emulator):
+    response = _chat(gateway, tenant.key, model="gone/a", models=["gone/b"])
+    assert response.status_code == 404
+    assert "gone/a" in response.json()["error"]["message"]
+
+
+def test_usage_include_streams_the_usage_chunk(gateway, tenant, emulator):
+    with httpx.stream(
+        "POST", f"{gateway.api_url}/chat/completions",
+        headers={"Authorization": f"Bearer {tenant.key}"}, timeout=30,
+        json={"model": TEST_MODEL, "messages": USER, "stream": True, "usage": {"include": True}},
+    ) as response:  # fmt: skip
+        lines = [line for line in response.iter_lines() if line.startswith("data: {")]
+    assert '"usage":{"prompt_tokens"' in lines[-1]
+
+
+def test_models_retrieve_and_endpoints(gateway, tenant, client):
+    model = client.models.retrieve(TEST_MODEL)
+    assert model.id == TEST_MODEL
+    assert "tools" in model.model_extra["supported_parameters"]
+    endpoints = httpx.get(f"{gateway.api_url}/models/{TEST_MODEL}/endpoints").json()["data"]
+    assert {e["provider"] for e in endpoints["endpoints"]} == {"alpha", "bravo", "charlie"}
+    assert all("ttft_by_bucket" in e for e in endpoints["endpoints"])
+    missing = httpx.get(f"{gateway.api_url}/models/nobody/none")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "model_not_found"
+
+
+def test_v1_base_url_without_api(gateway, tenant, emulator):
+    from openai import OpenAI
+
+    with OpenAI(base_url=f"{gateway.base_url}/v1", api_key=tenant.key, max_retries=0) as client:
+        assert TEST_MODEL in {m.id for m in client.models.list()}
+        assert client.models.retrieve(TEST_MODEL).id == TEST_MODEL
+        reply = client.chat.completions.create(model=TEST_MODEL, messages=USER)
+    assert reply.choices[0].message.content
+
+
+@pytest.mark.parametrize("path", ["/api/v1/nothing", "/v1/nothing", "/api/other"])
+def test_unknown_api_paths_are_json_404s(gateway, path):
+    response = httpx.get(gateway.base_url + path)
+    assert response.status_code == 404
+    assert response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/models", f"/v1/models/{TEST_MODEL}"])
+def test_wrong_method_is_a_405_with_allow(gateway, path):
+    response = httpx.post(gateway.base_url + path, json={})
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET"
+    assert response.json()["error"]
+
+
+def test_key_endpoint_reports_limit_and_spend(gateway, tenant, client):
+    from decimal import Decimal
+
+    tenant.api_key.monthly_limit_usd = Decimal("5.00")
+    tenant.api_key.save()
+    from billing import auth
+
+    auth._cache.clear()
+    reply = client.chat.completions.create(model=TEST_MODEL, messages=USER)
+    spent = float(wait_finished(reply.id).cost_usd)
+    data = httpx.get(f"{gateway.api_url}/key",
+                     headers={"Authorization": f"Bearer {tenant.key}"}).json()["data"]  # fmt: skip
+    assert data["limit"] == 5.0
+    assert data["usage"] == pytest.approx(spent)
+    assert data["limit_remaining"] == pytest.approx(5.0 - spent)
+    assert httpx.get(f"{gateway.api_url}/key").status_code == 401
+
+
+def test_endpoints_show_learnt_ttft(gateway, tenant, market):
+    from asgiref.sync import async_to_sync
+
+    from routing.catalog import catalog_cache
+    from routing.memory import refresher
+    from routing.models import SpeedSample
+
+    SpeedSample.objects.bulk_create(
+        SpeedSample(endpoint=market["alpha"], bucket="<8k", ttft_ms=250, output_tokens_per_s=90.0)
+        for _ in range(7)
+    )
+    async_to_sync(catalog_cache.get)(TEST_MODEL)
+    async_to_sync(refresher.refresh_now)()
+    data = httpx.get(f"{gateway.api_url}/models/{TEST_MODEL}/endpoints").json()["data"]
+    by_provider = {e["provider"]: e for e in data["endpoints"]}
+    assert by_provider["alpha"]["ttft_by_bucket"] == {"<8k": {"typical_ms": 250, "samples": 7}}
+    assert by_provider["alpha"]["throughput_tokens_per_s"] == 90.0
+    assert by_provider["bravo"]["ttft_by_bucket"] == {}
