@@ -219,6 +219,10 @@ UBERLLM = {
     "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
     # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
     "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=False),
+    # At shutdown, after the requests in flight have finished (uvicorn's
+    # --timeout-graceful-shutdown is the drain timeout), wait this long for their ledger
+    # and learning writes.
+    "DRAIN_BACKGROUND_TIMEOUT_S": env.float("UBERLLM_DRAIN_BACKGROUND_TIMEOUT_S", default=30.0),
     # Bearer token a Prometheus scraper sends to /metrics; empty: /metrics answers 404.
     "METRICS_TOKEN": env("UBERLLM_METRICS_TOKEN", default=""),
 }
