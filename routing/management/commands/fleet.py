@@ -8,6 +8,7 @@ and Redis (REDIS_URL) of the environment. See docs/operations.md, "Fleet".
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 from django.conf import settings
@@ -17,6 +18,10 @@ from django.core.management.base import BaseCommand, CommandError
 from uberllm.fleet import Fleet, FleetConfig
 
 EMULATOR_PROFILES = "providers/fixtures/emulator_demo.json"
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 class Command(BaseCommand):
@@ -38,6 +43,9 @@ class Command(BaseCommand):
         settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True
         emulator_url = f"http://127.0.0.1:{options['emulator_port']}"
         call_command("seed_demo", emulator_url=emulator_url)
+        # SIGTERM (a supervisor, `timeout`) stops the fleet like Ctrl-C: the processes run
+        # in sessions of their own and would otherwise outlive this one.
+        signal.signal(signal.SIGTERM, _interrupt)
         ports = [int(port) for port in options["gateway_ports"].split(",")]
         fleet = Fleet(FleetConfig(
             run_dir=settings.VAR_DIR / "fleet" / "demo", lb_port=options["port"],
@@ -47,7 +55,11 @@ class Command(BaseCommand):
             env={"UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true",
                  "UBERLLM_METRICS_TOKEN": os.environ.get("UBERLLM_METRICS_TOKEN", "")},
         ))  # fmt: skip
-        fleet.start()
+        try:
+            fleet.start()
+        except KeyboardInterrupt:
+            fleet.stop()
+            return
         self.stdout.write(self.style.SUCCESS(
             f"Fleet up: API {fleet.lb_url}/api/v1 through nginx; instances "
             f"{', '.join(fleet.gateway_url(i) for i in range(len(ports)))}; logs in "
