@@ -242,6 +242,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
         "options": {"expires": 3600.0},
     },
+    # Metrics: the broker's queue lengths (uberllm_queue_size).
+    "sample-queue-sizes": {
+        "task": "routing.sample_queue_sizes",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
+    },
     # Ledger: close rows a crashed gateway process left pending.
     "activity-reconcile": {
         "task": "billing.activity_reconcile",

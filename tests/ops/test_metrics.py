@@ -164,3 +164,19 @@ def test_celery_task_runs_are_counted_and_timed(db):
     hedge_budget_open_day_task.apply()
     assert count("success") == runs + 1
     assert timed() == durations + 1
+
+
+def test_queue_sizes_are_read_from_the_broker():
+    from routing.tasks import prune_history_task, sample_queue_sizes_task
+    from uberllm.celery import app
+
+    before = sample_queue_sizes_task()["celery"]
+    with app.connection_for_write() as connection:  # two messages nobody consumes
+        for _ in range(2):
+            prune_history_task.apply_async(connection=connection, expires=60)
+    try:
+        assert sample_queue_sizes_task() == {"celery": before + 2}
+        assert sample(metrics.render().decode(), "uberllm_queue_size", queue="celery") == before + 2
+    finally:
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge("celery")
