@@ -45,7 +45,9 @@ async def _shutdown() -> None:
     timeout = settings.UBERLLM.get("DRAIN_BACKGROUND_TIMEOUT_S", 30.0)
     try:
         async with asyncio.timeout(timeout):
-            await drain_background()
+            # Shielded: at the timeout the writes are left running, not cancelled (they
+            # may still land while the process winds down).
+            await asyncio.shield(drain_background())
     except TimeoutError:
         logger.warning("background writes still running after %.0f s at shutdown; the "
                        "reconciler will close their ledger rows", timeout)  # fmt: skip

@@ -142,8 +142,8 @@ def observe_call(
 
     ``model`` must be a catalog slug (or ``"unknown"``: never an unchecked client
     string, which would make one time series per typo); ``provider`` the provider that
-    served (None when none did); ``status`` the Activity status (``ok``, ``error``,
-    ``cancelled`` ...); ``protocol`` ``stream`` or ``json``; ``bucket`` the prompt-size
+    served (None when none did); ``status`` the Activity status (``success``,
+    ``error``, ``cancelled``); ``protocol`` ``stream`` or ``json``; ``bucket`` the prompt-size
     bucket. ``attempts`` counts upstream calls of the request including hedge legs
     (for information: attempts are counted by ``observe_upstream_attempt``).
     ``platform_cost_usd`` is the cost of cancelled hedge legs, paid by the platform.
