@@ -149,7 +149,6 @@ async def _probe(cycle: int, target: ProbeTarget, limit: asyncio.Semaphore) -> s
             status = "failed"
             error = getattr(exc, "message", "") or "probe timed out"
             mark_unusable(target.model_slug, target.route.endpoint_id)
-            metrics.observe_unusable_mark(target.route.provider_slug)
         cost = await db_call(_record)(cycle, target, ttfts, status, error, restart)
         metrics.observe_probe(target.route.provider_slug, status, float(cost))
         return status

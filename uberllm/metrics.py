@@ -32,6 +32,8 @@ from prometheus_client import (
 disable_created_metrics()
 
 MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+if MULTIPROC_DIR:  # unlabelled metrics open their file as they are defined, below
+    os.makedirs(MULTIPROC_DIR, exist_ok=True)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 # Seconds: TTFT spans a 5 ms emulator to a 3 min long-prompt prefill.
