@@ -16,6 +16,10 @@ def queue_sizes_sample(queues: tuple[str, ...] = QUEUES) -> dict[str, int]:
     with app.connection_for_read() as connection:
         channel = connection.default_channel
         for name in queues:
-            sizes[name] = int(channel.queue_declare(queue=name, passive=True).message_count)
+            try:
+                declared = channel.queue_declare(queue=name, passive=True)
+                sizes[name] = int(declared.message_count)
+            except connection.channel_errors:  # not declared yet: nothing ever queued
+                sizes[name] = 0
             metrics.set_queue_size(name, sizes[name])
     return sizes
