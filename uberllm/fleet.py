@@ -31,6 +31,14 @@ class FleetError(RuntimeError):
     pass
 
 
+def render_nginx_config(listen: str, servers: list[str]) -> str:
+    """deploy/nginx/uberllm.conf with its placeholders filled: nginx listening on
+    ``listen`` (address:port), balancing over ``servers`` (host:port each)."""
+    lines = "\n".join(f"        server {server} max_fails=1 fail_timeout=2s;" for server in servers)
+    text = NGINX_TEMPLATE.read_text()
+    return text.replace("{{UPSTREAM_SERVERS}}", lines).replace("{{LISTEN}}", listen)
+
+
 @dataclass
 class FleetConfig:
     run_dir: Path
@@ -101,15 +109,9 @@ class Fleet:
                              "--schedule", str(run / "celerybeat-schedule")])  # fmt: skip
 
     def _render_nginx(self) -> Path:
-        servers = "\n".join(
-            f"        server 127.0.0.1:{self.config.gateway_ports[i]} max_fails=1 fail_timeout=2s;"
-            for i in self.in_balancer
-        )
-        text = NGINX_TEMPLATE.read_text()
-        text = text.replace("{{UPSTREAM_SERVERS}}", servers)
-        text = text.replace("{{LISTEN_PORT}}", str(self.config.lb_port))
+        servers = [f"127.0.0.1:{self.config.gateway_ports[i]}" for i in self.in_balancer]
         path = self.nginx_prefix / "nginx.conf"
-        path.write_text(text)
+        path.write_text(render_nginx_config(f"127.0.0.1:{self.config.lb_port}", servers))
         return path
 
     def _nginx_argv(self, *extra: str) -> list[str]:
