@@ -34,9 +34,12 @@ async def _startup() -> None:
     global _gateway_app
     from uberllm import events
 
+    from uberllm.tracing import configure_tracing
+
     if _gateway_app is None:
         _gateway_app = _gateway()  # Django set up before the first request
     events.start_listener()
+    configure_tracing()
 
 
 async def _shutdown() -> None:

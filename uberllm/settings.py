@@ -223,6 +223,8 @@ UBERLLM = {
     # --timeout-graceful-shutdown is the drain timeout), wait this long for their ledger
     # and learning writes.
     "DRAIN_BACKGROUND_TIMEOUT_S": env.float("UBERLLM_DRAIN_BACKGROUND_TIMEOUT_S", default=30.0),
+    # OpenTelemetry traces: off, console or otlp (OTEL_EXPORTER_OTLP_ENDPOINT).
+    "TRACING": env("UBERLLM_TRACING", default="off"),
     # Bearer token a Prometheus scraper sends to /metrics; empty: /metrics answers 404.
     "METRICS_TOKEN": env("UBERLLM_METRICS_TOKEN", default=""),
 }
