@@ -33,7 +33,6 @@ _gateway_app = None
 async def _startup() -> None:
     global _gateway_app
     from uberllm import events
-
     from uberllm.tracing import configure_tracing
 
     if _gateway_app is None:
