@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format bench simulate agents-check venv deps dev-deps migrate clean
+.PHONY: run test lint format bench simulate agents-check fleet fleet-check venv deps dev-deps migrate clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,16 @@ format: dev-deps
 bench: migrate
 	$(PY) -m routing.core.bench
 	$(PY) manage.py bench_overhead $(BENCH_ARGS)
+
+## The fleet on one machine (PostgreSQL + Redis + nginx): run it, or run its test and
+## print the figures (docs/operations.md, "Fleet").
+fleet: migrate
+	deploy/fleet.sh
+
+fleet-check: dev-deps
+	@test -n "$$DATABASE_URL" -a -n "$$REDIS_URL" || \
+		{ echo "fleet-check needs DATABASE_URL (PostgreSQL) and REDIS_URL"; exit 2; }
+	$(PY) -m pytest -q -s -m fleet tests/fleet
 
 ## Market simulator: every strategy on the calibrated market (see docs/simulator.md).
 simulate: deps

@@ -44,11 +44,15 @@ def run_in_background(coro: Coroutine[Any, Any, R]) -> asyncio.Task[R]:
 
 
 async def drain_background() -> None:
-    """Wait for this loop's background tasks (before a short-lived loop ends)."""
+    """Wait for this loop's background tasks and writers (before a loop ends, or at a
+    process's shutdown): a writer whose store is down keeps this waiting, so callers
+    bound it with a timeout."""
     loop = asyncio.get_running_loop()
     pending = [task for task in _background if task.get_loop() is loop]
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)
+    while any(w.pending() and w.runs_on(loop) for w in WRITERS):
+        await asyncio.sleep(0.02)
 
 
 _services: set[asyncio.Task] = set()
@@ -100,6 +104,9 @@ class BatchWriter(Generic[T]):
 
     def pending(self) -> int:
         return len(self._items) + self.in_flight
+
+    def runs_on(self, loop: asyncio.AbstractEventLoop) -> bool:
+        return self._task is not None and self._task.get_loop() is loop
 
     def put(self, item: T) -> bool:
         if len(self._items) >= self.max_items:

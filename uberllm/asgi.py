@@ -32,9 +32,12 @@ http_routes = URLRouter(
 )
 
 from billing.routing import websocket_urlpatterns  # noqa: E402  (needs Django set up)
+from uberllm.lifespan import lifespan  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
+        # Startup: the change listener, tracing; shutdown: drain the ledger writes.
+        "lifespan": lifespan,
         "http": http_routes,
         # Live Activity updates (billing/consumers.py): session-authenticated, same origin.
         "websocket": AllowedHostsOriginValidator(

@@ -32,6 +32,8 @@ from prometheus_client import (
 disable_created_metrics()
 
 MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+if MULTIPROC_DIR:  # unlabelled metrics open their file as they are defined, below
+    os.makedirs(MULTIPROC_DIR, exist_ok=True)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 # Seconds: TTFT spans a 5 ms emulator to a 3 min long-prompt prefill.
@@ -142,8 +144,8 @@ def observe_call(
 
     ``model`` must be a catalog slug (or ``"unknown"``: never an unchecked client
     string, which would make one time series per typo); ``provider`` the provider that
-    served (None when none did); ``status`` the Activity status (``ok``, ``error``,
-    ``cancelled`` ...); ``protocol`` ``stream`` or ``json``; ``bucket`` the prompt-size
+    served (None when none did); ``status`` the Activity status (``success``,
+    ``error``, ``cancelled``); ``protocol`` ``stream`` or ``json``; ``bucket`` the prompt-size
     bucket. ``attempts`` counts upstream calls of the request including hedge legs
     (for information: attempts are counted by ``observe_upstream_attempt``).
     ``platform_cost_usd`` is the cost of cancelled hedge legs, paid by the platform.

@@ -316,6 +316,12 @@ UBERLLM = {
     "CREDENTIAL_KEYS": env.list("UBERLLM_CREDENTIAL_KEYS", default=[]),
     # How long an invitation link to join an organisation stays valid (hours).
     "INVITATION_MAX_AGE_H": env.float("UBERLLM_INVITATION_MAX_AGE_H", default=72.0),
+    # At shutdown, after the requests in flight have finished (uvicorn's
+    # --timeout-graceful-shutdown is the drain timeout), wait this long for their ledger
+    # and learning writes.
+    "DRAIN_BACKGROUND_TIMEOUT_S": env.float("UBERLLM_DRAIN_BACKGROUND_TIMEOUT_S", default=30.0),
+    # OpenTelemetry traces: off, console or otlp (OTEL_EXPORTER_OTLP_ENDPOINT).
+    "TRACING": env("UBERLLM_TRACING", default="off"),
     # Bearer token a Prometheus scraper sends to /metrics; empty: /metrics answers 404.
     "METRICS_TOKEN": env("UBERLLM_METRICS_TOKEN", default=""),
 }
@@ -334,6 +340,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "routing.prune_history",
         "schedule": 3600.0,
         "options": {"expires": 3600.0},
+    },
+    # Metrics: the broker's queue lengths (uberllm_queue_size).
+    "sample-queue-sizes": {
+        "task": "routing.sample_queue_sizes",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
     },
     # Ledger: close rows a crashed gateway process left pending.
     "activity-reconcile": {

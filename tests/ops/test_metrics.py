@@ -41,7 +41,7 @@ def scrape(base_url: str, token: str = TOKEN) -> httpx.Response:
 
 def record_one_call(provider: str = "alpha") -> None:
     metrics.observe_call(
-        model="test/model-a", provider=provider, status="ok", protocol="stream",
+        model="test/model-a", provider=provider, status="success", protocol="stream",
         bucket="lt32k", ttft_s=0.3, total_s=1.5, attempts=3, retries=1, hedged=True,
         hedge_won=True, cancelled=False, cost_usd=0.002, platform_cost_usd=0.0005,
     )  # fmt: skip
@@ -64,7 +64,7 @@ def test_scrape_shows_what_the_functions_recorded(gateway, metrics_token):
     def delta(name: str, **labels: str) -> float:
         return (sample(after, name, **labels) or 0) - (sample(before, name, **labels) or 0)
 
-    call = {"model": "test/model-a", "provider": "alpha", "status": "ok", "protocol": "stream"}
+    call = {"model": "test/model-a", "provider": "alpha", "status": "success", "protocol": "stream"}
     assert delta("uberllm_requests_total", **call) == 1
     assert delta("uberllm_ttft_seconds_count", provider="alpha", bucket="lt32k") == 1
     assert delta("uberllm_ttft_seconds_bucket", provider="alpha", bucket="lt32k", le="0.5") == 1
@@ -101,7 +101,7 @@ import django, os
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
 django.setup()
 from uberllm import metrics
-metrics.observe_call(model="test/model-a", provider="bravo", status="ok", protocol="json",
+metrics.observe_call(model="test/model-a", provider="bravo", status="success", protocol="json",
     bucket="lt32k", ttft_s=None, total_s=0.7, cost_usd=0.25)
 metrics.set_inflight(2)
 """
@@ -120,7 +120,7 @@ def test_multiprocess_scrape_sums_every_process(transactional_db, tmp_path):
         text = scrape(f"http://127.0.0.1:{gateway.port}").text
     finally:
         gateway.stop()
-    call = {"model": "test/model-a", "provider": "bravo", "status": "ok", "protocol": "json"}
+    call = {"model": "test/model-a", "provider": "bravo", "status": "success", "protocol": "json"}
     assert sample(text, "uberllm_requests_total", **call) == 2
     assert sample(text, "uberllm_cost_usd_total", provider="bravo") == pytest.approx(0.5)
     # In-flight is a live sum: the writers have exited, so they no longer count.
@@ -164,3 +164,19 @@ def test_celery_task_runs_are_counted_and_timed(db):
     hedge_budget_open_day_task.apply()
     assert count("success") == runs + 1
     assert timed() == durations + 1
+
+
+def test_queue_sizes_are_read_from_the_broker():
+    from routing.tasks import prune_history_task, sample_queue_sizes_task
+    from uberllm.celery import app
+
+    before = sample_queue_sizes_task()["celery"]
+    with app.connection_for_write() as connection:  # two messages nobody consumes
+        for _ in range(2):
+            prune_history_task.apply_async(connection=connection, expires=60)
+    try:
+        assert sample_queue_sizes_task() == {"celery": before + 2}
+        assert sample(metrics.render().decode(), "uberllm_queue_size", queue="celery") == before + 2
+    finally:
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge("celery")

@@ -1,0 +1,78 @@
+"""The ASGI lifespan of a gateway process: start the change listener at startup; at
+shutdown (SIGTERM, after uvicorn has let the requests in flight finish), wait for the
+background work they left (ledger and learning writes) so no ledger row is left pending.
+
+``application`` is the gateway's ASGI application with this lifespan in front of it
+(``uvicorn uberllm.lifespan:application``); the fleet runs it. The same ``lifespan``
+can be routed from ``uberllm.asgi``'s ProtocolTypeRouter as ``"lifespan": lifespan``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+from django.conf import settings
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
+
+logger = logging.getLogger(__name__)
+
+
+def _gateway():
+    # Imported late: uberllm.asgi may itself import ``lifespan`` from here.
+    from uberllm.asgi import application as gateway
+
+    return gateway
+
+
+_gateway_app = None
+
+
+async def _startup() -> None:
+    global _gateway_app
+    from uberllm import events
+    from uberllm.tracing import configure_tracing
+
+    if _gateway_app is None:
+        _gateway_app = _gateway()  # Django set up before the first request
+    events.start_listener()
+    configure_tracing()
+
+
+async def _shutdown() -> None:
+    from uberllm.aio import drain_background
+
+    timeout = settings.UBERLLM.get("DRAIN_BACKGROUND_TIMEOUT_S", 30.0)
+    try:
+        async with asyncio.timeout(timeout):
+            # Shielded: at the timeout the writes are left running, not cancelled (they
+            # may still land while the process winds down).
+            await asyncio.shield(drain_background())
+    except TimeoutError:
+        logger.warning("background writes still running after %.0f s at shutdown; the "
+                       "reconciler will close their ledger rows", timeout)  # fmt: skip
+
+
+async def lifespan(scope, receive, send) -> None:
+    """The ASGI lifespan protocol: startup and shutdown hooks, each acknowledged."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await _startup()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await _shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def application(scope, receive, send) -> None:
+    global _gateway_app
+    if scope["type"] == "lifespan":
+        await lifespan(scope, receive, send)
+        return
+    if _gateway_app is None:
+        _gateway_app = _gateway()
+    await _gateway_app(scope, receive, send)
