@@ -51,7 +51,7 @@ async def drain_background() -> None:
     pending = [task for task in _background if task.get_loop() is loop]
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)
-    while any(w.pending() and w.runs_on(loop) for w in WRITERS):
+    while any(w.pending() and w.runs_on(loop) for w in WRITERS):  # noqa: ASYNC110 - polled
         await asyncio.sleep(0.02)
 
 
