@@ -137,21 +137,22 @@ def activity_finish(result: CallResult, row: OpenRow | None = None) -> bool:
     return True
 
 
-def _finish_pending(results: dict[str, CallResult]) -> list[tuple[Activity, CallResult]]:
+def _finish_pending(
+    results: dict[str, CallResult],
+) -> tuple[list[tuple[Activity, CallResult]], list[str]]:
     """Finish the still-pending rows of ``results`` (locked, one UPDATE); rows already
-    finished are left alone. A result whose row does not exist raises, so the batch
-    falls back to the row-by-row path (which inserts it)."""
+    finished are left alone. Returns (rows finished, request ids with no row)."""
     if not results:
-        return []
+        return [], []
     rows = list(Activity.objects.select_for_update().filter(request_id__in=list(results)))
-    if len(rows) != len(results):
-        raise Activity.DoesNotExist("a finished call's row is missing")
     pending = [row for row in rows if row.status == Activity.Status.PENDING]
     for activity in pending:
         _apply_result(activity, results[activity.request_id])
     if pending:
         Activity.objects.bulk_update(pending, FINISH_FIELDS)
-    return [(activity, results[activity.request_id]) for activity in pending]
+    found = {row.request_id for row in rows}
+    missing = [rid for rid in results if rid not in found]
+    return [(activity, results[activity.request_id]) for activity in pending], missing
 
 
 RESULT_FIELDS = (
@@ -203,7 +204,7 @@ def ledger_write(items: list[tuple[OpenRow, CallResult | None]]) -> None:
     try:
         with transaction.atomic():
             _write_batch(items)
-    except (DatabaseError, Activity.DoesNotExist):
+    except DatabaseError:
         if not connection.is_usable():
             raise  # the database is away: the writer retries the whole batch later
         for row, result in items:  # a row the fast path cannot write (already exists...)
@@ -222,20 +223,25 @@ def _write_one(row: OpenRow, result: CallResult | None, items) -> None:
 
 
 def _write_batch(items: list[tuple[OpenRow, CallResult | None]]) -> None:
-    finished = {row.request_id: result for row, result in items if result is not None}
+    finished = {row.request_id: (row, result) for row, result in items if result is not None}
     opened_here = {row.request_id for row, result in items if result is None}
-    new_rows: list[tuple[Activity, CallResult | None]] = []
-    for row, result in items:
-        if result is None:
-            new_rows.append((_new_activity(row, touch=False), finished.get(row.request_id)))
+    new_rows: list[tuple[Activity, CallResult | None]] = [
+        (_new_activity(row, touch=False), finished.get(row.request_id, (None, None))[1])
+        for row, result in items
+        if result is None
+    ]
+    # Calls whose row is not in this batch: finish their pending row (one UPDATE for
+    # all), or insert them whole when no row was ever written (a short call's opening
+    # is deferred and dropped once it has ended: billing/ledger_writer.py).
+    elsewhere = {rid: pair for rid, pair in finished.items() if rid not in opened_here}
+    done, missing = _finish_pending({rid: result for rid, (_, result) in elsewhere.items()})
+    new_rows += [(_new_activity(elsewhere[rid][0], touch=False), elsewhere[rid][1])
+                 for rid in missing]  # fmt: skip
     for activity, result in new_rows:
         if result is not None:
             _apply_result(activity, result)
     Activity.objects.bulk_create([activity for activity, _ in new_rows])
-    # Rows opened in an earlier batch: finished in one UPDATE statement.
-    earlier = {rid: res for rid, res in finished.items() if rid not in opened_here}
-    done = [(activity, result) for activity, result in new_rows if result is not None]
-    done += _finish_pending(earlier)
+    done += [(activity, result) for activity, result in new_rows if result is not None]
     attempts = [a for activity, result in done for a in _attempt_rows(activity, result.attempts)]
     Attempt.objects.bulk_create(attempts)
     latest: dict[int, datetime] = {}

@@ -3,8 +3,10 @@ drained in batches by a background task (one thread hop and one transaction per 
 not per call; it lingers 50 ms for a small batch, so a short call's opening and ending
 usually become one INSERT).
 
-A call's pending row is queued when it is accepted and its outcome when it ends; the
-writer applies them in order. While the database is unreachable the writer keeps the
+A call's pending row is written once the call has run ``OPEN_DEFER_S`` (1 s), and its
+outcome when it ends: a call that ends sooner (most non-streaming and short calls) is
+one INSERT of the finished row, a longer one leaves a pending row that a crash cannot
+lose. The writer applies them in order. While the database is unreachable the writer keeps the
 rows and retries with back-off, so a paused PostgreSQL delays rows but loses none, and
 the idempotent writes (``billing.ledger.ledger_write``) make a retried batch write each
 row exactly once. Rows still queued when a process is killed are lost with it; rows
@@ -14,9 +16,10 @@ left pending by such a process are closed by the reconciler.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from billing.ledger import CallResult, OpenRow, ledger_write
-from uberllm.aio import BatchWriter, db_call
+from uberllm.aio import BatchWriter, db_call, run_service
 
 _write = db_call(ledger_write)
 NOTIFY_TIMEOUT_S = 1.0
@@ -61,11 +64,42 @@ ledger_writer: BatchWriter[tuple[OpenRow, CallResult | None]] = BatchWriter(
 )
 
 
+class DeferredOpens:
+    """Pending rows waiting ``OPEN_DEFER_S`` before they are queued for writing."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[float, OpenRow]] = {}
+        self._task: asyncio.Task | None = None
+
+    def add(self, row: OpenRow) -> None:
+        self.rows[row.request_id] = (time.monotonic() + OPEN_DEFER_S, row)
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._task = run_service(self._release_due())
+
+    def drop(self, request_id: str) -> bool:
+        return self.rows.pop(request_id, None) is not None
+
+    async def _release_due(self) -> None:
+        while self.rows:
+            await asyncio.sleep(min(0.25, OPEN_DEFER_S))
+            now = time.monotonic()
+            for request_id, (due, row) in list(self.rows.items()):
+                if due <= now and self.rows.pop(request_id, None) is not None:
+                    ledger_writer.put((row, None))
+
+
+OPEN_DEFER_S = 1.0
+deferred_opens = DeferredOpens()
+ledger_writer.pending_elsewhere = lambda: len(deferred_opens.rows)
+
+
 def queue_open(row: OpenRow) -> None:
-    ledger_writer.put((row, None))
+    deferred_opens.add(row)
 
 
 def queue_finish(row: OpenRow, result: CallResult) -> None:
+    deferred_opens.drop(row.request_id)  # ended within the deferral: one INSERT
     ledger_writer.put((row, result))
 
 

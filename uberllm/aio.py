@@ -103,7 +103,12 @@ class BatchWriter(Generic[T]):
         WRITERS.append(self)
 
     def pending(self) -> int:
-        return len(self._items) + self.in_flight
+        return len(self._items) + self.in_flight + self.pending_elsewhere()
+
+    @staticmethod
+    def pending_elsewhere() -> int:
+        """Items held back before they reach the queue (a writer may override it)."""
+        return 0
 
     def runs_on(self, loop: asyncio.AbstractEventLoop) -> bool:
         return self._task is not None and self._task.get_loop() is loop

@@ -7,9 +7,9 @@ never a shared store.
 
 from __future__ import annotations
 
+import os
 import random
 import time
-import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -175,7 +175,7 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
         raise GatewayError(402, over, code="insufficient_quota")
     chat, model, (plan, cached, prompt_tokens, raw, hashes) = await _plan_model(chat)
     return Accepted(
-        request_id=f"gen-{uuid.uuid4().hex}",
+        request_id=f"gen-{os.urandom(16).hex()}",
         principal=principal,
         chat=chat,
         model=model,
