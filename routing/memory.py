@@ -31,9 +31,10 @@ from django.utils import timezone
 
 from uberllm.aio import db_call, run_service
 
-from .core.marks import unusable_window
+from .core.marks import Reliability, unusable_window
 from .core.prefix import PrefixHashes
-from .core.speed import SpeedSummary, summarise
+from .core.speed import SpeedSample as TimedSample
+from .core.speed import SpeedSummary, speed_bucket, summarise
 from .core.tokens import OutputEstimator, TokenEstimator
 from .models import SpeedSample
 from .shared import key, shared_kv
@@ -44,26 +45,30 @@ PREFIX_LOOKBACK = 16
 
 
 def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
-    """The newest ``SPEED_WINDOW_SIZE`` samples per (endpoint, bucket), summarised."""
+    """The newest ``SPEED_WINDOW_SIZE`` samples per (endpoint, bucket, cached or not),
+    summarised with each window's newest sample time (stale data is explored)."""
     conf = settings.UBERLLM
     since = timezone.now() - timedelta(seconds=conf["SPEED_MAX_AGE_S"])
     ranked = SpeedSample.objects.filter(created_at__gte=since)
     if endpoint_ids is not None:
         ranked = ranked.filter(endpoint_id__in=endpoint_ids)
     ranked = ranked.annotate(
-        rank=Window(RowNumber(), partition_by=[F("endpoint_id"), F("bucket")], order_by="-id")
+        rank=Window(
+            RowNumber(), partition_by=[F("endpoint_id"), F("bucket"), F("cached")], order_by="-id"
+        )
     ).filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
-    samples: dict[tuple[int, str], list[float]] = defaultdict(list)
+    samples: dict[tuple[int, str], list[TimedSample]] = defaultdict(list)
     restarted: set[tuple[int, str]] = set()
     throughput: dict[int, list[float]] = defaultdict(list)
     rows = ranked.order_by("-id").values_list(
-        "endpoint_id", "bucket", "ttft_ms", "output_tokens_per_s", "restarts_window"
-    )
-    for endpoint_id, bucket, ttft_ms, tps, restarts in rows:  # newest first
-        speed_key = (endpoint_id, bucket)
+        "endpoint_id", "bucket", "cached", "ttft_ms", "output_tokens_per_s", "restarts_window",
+        "created_at",
+    )  # fmt: skip
+    for endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at in rows:  # newest first
+        speed_key = (endpoint_id, speed_bucket(bucket, cached))
         if speed_key in restarted:
             continue  # older than the window's restart (a confirmed probe shift)
-        samples[speed_key].append(ttft_ms / 1000)
+        samples[speed_key].append(TimedSample(created_at.timestamp(), ttft_ms / 1000))
         if restarts:
             restarted.add(speed_key)
         if tps:
@@ -86,6 +91,7 @@ class RoutingMemory:
     speed: SpeedSummary = field(default_factory=SpeedSummary)
     unusable_until: dict[int, float] = field(default_factory=dict)
     strikes: dict[int, int] = field(default_factory=dict)
+    health: Reliability = field(default_factory=Reliability)  # this process's error rates
     prefixes: OrderedDict[str, dict[int, float]] = field(default_factory=OrderedDict)
     hedge_budget_remaining_usd: float = float("inf")  # unknown until the first refresh
     hedge_budget_day: object = None  # the UTC day that figure is for

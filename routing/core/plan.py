@@ -17,7 +17,7 @@ from .filters import filter_endpoints
 from .options import RoutingOptions
 from .pricing import list_price_cost, request_cost
 from .smart import mark_fast_enough, rank_smart, with_exploration
-from .speed import SpeedSummary
+from .speed import SpeedSummary, mostly_cached, speed_bucket
 from .types import (
     Bucket,
     EndpointInfo,
@@ -79,6 +79,21 @@ def dear_price_limit(
     return (1.0 - tuning.dear_min_discount) * list_cost
 
 
+def expected_ttft(
+    speed: SpeedSummary, endpoint_id: int, bucket: str, cached: bool, min_samples: int
+) -> float | None:
+    """The typical TTFT this request should see at the endpoint: the cached window when
+    most of its prompt is a cache read there and that window has enough samples, else
+    the uncached one (an upper bound: a cache read never prefills slower); None when
+    neither has ``min_samples`` samples."""
+    counts, typicals = speed.count_by_key, speed.typical_by_key
+    keys = ((endpoint_id, speed_bucket(bucket, True)),) if cached else ()
+    for key in (*keys, (endpoint_id, bucket)):
+        if counts.get(key, 0) >= min_samples:
+            return typicals[key]
+    return None
+
+
 def _candidates(
     model: ModelInfo,
     eligible: list[EndpointInfo],
@@ -91,13 +106,18 @@ def _candidates(
     tuning: SmartTuning,
 ) -> list[Candidate]:
     usual = usual_price(costs)
-    counts, typicals = speed.count_by_key, speed.typical_by_key
     throughputs, cached = speed.throughput_by_endpoint, features.cached_tokens
+    prompt = features.prompt_tokens
+    followups = features.expected_followup_turns
     candidates = []
     for endpoint in eligible:
         endpoint_id = endpoint.endpoint_id
-        key = (endpoint_id, bucket)
-        typical = typicals.get(key) if counts.get(key, 0) >= min_samples else None
+        is_cached = mostly_cached(cached.get(endpoint_id, 0), prompt)
+        typical = expected_ttft(speed, endpoint_id, bucket, is_cached, min_samples)
+        judged = typical
+        if followups and typical is not None:
+            later = expected_ttft(speed, endpoint_id, bucket, True, min_samples) or typical
+            judged = (typical + followups * later) / (1 + followups)
         cost = costs[endpoint_id]
         price_eligible = cost <= usual or cost <= dear_price_limit(
             model, features, cached.get(endpoint_id, 0), tuning
@@ -110,6 +130,7 @@ def _candidates(
                 throughputs.get(endpoint_id),
                 endpoint_id not in unusable,
                 price_eligible,
+                judged,
             )
         )
     return candidates

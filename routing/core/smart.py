@@ -20,14 +20,18 @@ FALLBACK_ABOVE_USUAL_PRICE = "fallback: above usual price"
 
 def mark_fast_enough(candidates: list[Candidate], tuning: SmartTuning = DEFAULT_TUNING) -> None:
     """R2.4 over the endpoints that may be picked for speed (measured and R2.9 eligible):
-    fast enough = typical <= ratio x the fastest of them, or under the absolute bound."""
-    measured = [c.typical for c in candidates if c.typical is not None and c.price_eligible]
+    fast enough = judged TTFT <= ratio x the fastest of them, or under the absolute bound.
+
+    The judged TTFT of a conversation's turn includes its expected follow-up turns (cache
+    reads where it is served now), as its price does: a provider whose cache reads are
+    fast is fast enough for agent turns even if this one turn would be uncached there."""
+    measured = [c.judged for c in candidates if c.judged is not None and c.price_eligible]
     if not measured:
         return
     slowest_fast_enough = tuning.fast_enough_ratio * min(measured)
     under_s = tuning.fast_enough_under_s
     for candidate in candidates:
-        typical = candidate.typical
+        typical = candidate.judged
         candidate.fast_enough = (
             typical is not None
             and candidate.price_eligible
@@ -36,7 +40,7 @@ def mark_fast_enough(candidates: list[Candidate], tuning: SmartTuning = DEFAULT_
 
 
 def _fallback_key(candidate: Candidate) -> tuple[bool, bool, float, float, int]:
-    typical = candidate.typical
+    typical = candidate.judged
     return (
         not candidate.price_eligible,
         typical is None,
@@ -53,9 +57,9 @@ def _fallback_reason(candidate: Candidate) -> str:
 
 
 def _first_reason(first: Candidate, candidates: list[Candidate]) -> str:
-    fastest = min(c.typical for c in candidates if c.fast_enough and c.typical is not None)
-    cheaper_measured = any(c.cost < first.cost and c.typical is not None for c in candidates)
-    if first.typical == fastest and cheaper_measured:
+    fastest = min(c.judged for c in candidates if c.fast_enough and c.judged is not None)
+    cheaper_measured = any(c.cost < first.cost and c.judged is not None for c in candidates)
+    if first.judged == fastest and cheaper_measured:
         return FASTEST_CHEAPER_TOO_SLOW
     return CHEAPEST_FAST_ENOUGH
 

@@ -21,16 +21,34 @@ OUTLIER_WEIGHT = 0.25
 DEFAULT_WINDOW = 50
 _EPSILON = 1e-12
 
-SpeedKey = tuple[int, str]  # (endpoint_id, bucket)
+SpeedKey = tuple[int, str]  # (endpoint_id, bucket or bucket + CACHED_SUFFIX)
+
+# A call whose prompt was mostly a cache read is timed in a window of its own: cached
+# prefill is 10-20x faster at real providers, so one window mixing first turns and
+# probes (never cached) with agent turns (~90% cached) describes neither.
+CACHED_SUFFIX = "+cached"
+MOSTLY_CACHED_SHARE = 0.5
+
+
+def mostly_cached(cached_tokens: int, prompt_tokens: int) -> bool:
+    """True when at least half of the prompt is (expected to be) a cache read."""
+    return prompt_tokens > 0 and cached_tokens >= MOSTLY_CACHED_SHARE * prompt_tokens
+
+
+def speed_bucket(bucket: str, cached: bool) -> str:
+    """The window name of a bucket for mostly cached (``cached``) or uncached calls."""
+    return bucket + CACHED_SUFFIX if cached else bucket
 
 
 @dataclass(frozen=True, slots=True)
 class SpeedSample:
-    """One measured call: ``t`` = when (clock seconds), ``ttft_s`` = time to first token."""
+    """One measured call: ``t`` = when (clock seconds), ``ttft_s`` = time to first token,
+    ``cached``: most of its prompt was a cache read (it goes to the cached window)."""
 
     t: float
     ttft_s: float
     is_probe: bool = False
+    cached: bool = False
 
 
 def weighted_median(sorted_values: list[float], weights: list[float]) -> float:
@@ -88,6 +106,10 @@ class SpeedWindow:
     def samples(self) -> tuple[SpeedSample, ...]:
         return tuple(self._samples)
 
+    def newest_t(self) -> float:
+        """Time of the newest sample (the window must not be empty)."""
+        return self._samples[-1].t
+
     def typical_ttft(self, now: float | None = None) -> float | None:
         if now is not None:
             self.expire(now)
@@ -100,11 +122,17 @@ class SpeedWindow:
 @dataclass(frozen=True, slots=True)
 class SpeedSummary:
     """Precomputed typical TTFT and sample counts per (endpoint_id, bucket), and
-    optional throughput (output tokens/s) per endpoint. Read-only; cheap to query."""
+    optional throughput (output tokens/s) per endpoint. Read-only; cheap to query.
+
+    Keys name the uncached window (``"32k-128k"``) or the cached one
+    (``"32k-128k+cached"``, see ``speed_bucket``). ``newest_by_key``: clock time of each
+    window's newest sample (missing when unknown: such data never counts as stale).
+    """
 
     typical_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
     count_by_key: Mapping[SpeedKey, int] = field(default_factory=dict)
     throughput_by_endpoint: Mapping[int, float] = field(default_factory=dict)
+    newest_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
 
     def typical(self, endpoint_id: int, bucket: str) -> float | None:
         return self.typical_by_key.get((endpoint_id, bucket))
@@ -112,19 +140,27 @@ class SpeedSummary:
     def count(self, endpoint_id: int, bucket: str) -> int:
         return self.count_by_key.get((endpoint_id, bucket), 0)
 
+    def newest(self, endpoint_id: int, bucket: str) -> float | None:
+        return self.newest_by_key.get((endpoint_id, bucket))
+
     def throughput(self, endpoint_id: int) -> float | None:
         return self.throughput_by_endpoint.get(endpoint_id)
 
 
-def _ttft_values(samples: Iterable[float | SpeedSample], oldest_kept: float | None) -> list[float]:
+def _ttft_values(
+    samples: Iterable[float | SpeedSample], oldest_kept: float | None
+) -> tuple[list[float], float | None]:
+    """The kept TTFTs and the time of the newest kept SpeedSample (None: no times)."""
     values: list[float] = []
+    newest: float | None = None
     for sample in samples:
         if isinstance(sample, SpeedSample):
             if oldest_kept is None or sample.t >= oldest_kept:
                 values.append(sample.ttft_s)
+                newest = sample.t if newest is None else max(newest, sample.t)
         else:
             values.append(float(sample))
-    return values
+    return values, newest
 
 
 def summarise(
@@ -142,13 +178,17 @@ def summarise(
     oldest_kept = None if now is None or max_age_s is None else now - max_age_s
     typical_by_key: dict[SpeedKey, float] = {}
     count_by_key: dict[SpeedKey, int] = {}
+    newest_by_key: dict[SpeedKey, float] = {}
     for key, samples in samples_by_key.items():
-        values = _ttft_values(samples, oldest_kept)
+        values, newest = _ttft_values(samples, oldest_kept)
         typical = typical_ttft(values)
         if typical is not None:
             typical_by_key[key] = typical
             count_by_key[key] = len(values)
-    return SpeedSummary(typical_by_key, count_by_key, dict(throughput_by_endpoint or {}))
+            if newest is not None:
+                newest_by_key[key] = newest
+    throughput = dict(throughput_by_endpoint or {})
+    return SpeedSummary(typical_by_key, count_by_key, throughput, newest_by_key)
 
 
 class SpeedBook:
@@ -162,11 +202,13 @@ class SpeedBook:
         self._throughput: dict[int, deque[float]] = {}
         self._typical: dict[SpeedKey, float] = {}
         self._count: dict[SpeedKey, int] = {}
+        self._newest: dict[SpeedKey, float] = {}
         self._dirty: set[SpeedKey] = set()
         self._summary: SpeedSummary | None = None
 
     def record(self, endpoint_id: int, bucket: str, sample: SpeedSample) -> None:
-        key = (endpoint_id, bucket)
+        """Add a sample to the bucket's cached or uncached window (``sample.cached``)."""
+        key = (endpoint_id, speed_bucket(bucket, sample.cached))
         window = self._windows.get(key)
         if window is None:
             window = self._windows[key] = SpeedWindow(self.window_size, self.max_age_s)
@@ -199,7 +241,9 @@ class SpeedBook:
             self._summary = None
         if self._summary is None:
             throughput = {eid: median(w) for eid, w in self._throughput.items() if w}
-            self._summary = SpeedSummary(dict(self._typical), dict(self._count), throughput)
+            self._summary = SpeedSummary(
+                dict(self._typical), dict(self._count), throughput, dict(self._newest)
+            )
         return self._summary
 
     def _recompute(self, keys: Iterable[SpeedKey]) -> None:
@@ -209,6 +253,8 @@ class SpeedBook:
             if typical is None:
                 self._typical.pop(key, None)
                 self._count.pop(key, None)
+                self._newest.pop(key, None)
             else:
                 self._typical[key] = typical
                 self._count[key] = len(window)
+                self._newest[key] = window.newest_t()

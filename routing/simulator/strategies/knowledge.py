@@ -2,10 +2,12 @@
 statistics (SpeedBook, R2.1/R2.2), unusable marks (UnusableMarks, R2.7), remembered
 prompt prefixes (PrefixCache, R2.3) and expected output sizes (OutputEstimator).
 
-It learns as routing/learning.py and routing/probes.py do: after a served call ends, a
-TTFT sample of the attempt that served it (hedge losers cancelled before their first
-token and failed attempts give none), its throughput and its prompt prefixes; a mark
-after a refused call or a failed probe; marks are never cleared early (they expire).
+It learns as routing/gateway/router.py and routing/probes.py do: after a served call ends, a
+TTFT sample of the attempt that served it in its cached or uncached window (hedge
+losers cancelled before their first token and failed attempts give none), its
+throughput and its prompt prefixes; a refused call counts in the endpoint's recent
+error rate and marks it when ``Reliability`` says so; a failed probe marks it; marks
+are never cleared early (they expire).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from routing.core import (
     bucket_for,
     classify_failure,
 )
+from routing.core.marks import Reliability
+from routing.core.speed import mostly_cached
 
 from ..market import Market
 from ..runs import Leg, Run
@@ -39,6 +43,10 @@ class Knowledge:
             window_s=float(gateway["unusable_window_s"]),
             first_window_s=float(gateway["unusable_first_window_s"]),
         )
+        self.health = Reliability()
+        self.peers = [
+            tuple(s.endpoint_id for s in states) for states in market.by_model
+        ]  # endpoint ids per model
         self.prefixes = PrefixCache()
         self.followup_turns = float(gateway["followup_turns"])
         self.outputs = OutputEstimator()
@@ -78,13 +86,21 @@ class Knowledge:
         )  # fmt: skip
 
     def failure(self, leg: Leg, now: float) -> None:
+        """A refusal marks the endpoint when ``Reliability`` says so (a run of them, low
+        volume, or a failure rate far above its peers')."""
         if classify_failure(leg.status, leg.kind).mark_unusable:
-            self.marks.mark(leg.endpoint_id, now)
+            endpoint_id = leg.endpoint_id
+            peers = self.peers[self.market.endpoints[endpoint_id].model]
+            if self.health.failed(endpoint_id, now, peers):
+                self.marks.mark(endpoint_id, now)
 
     def success(self, run: Run, leg: Leg, slug: str, now: float) -> None:
         request = run.request
         self.marks.record_success(leg.endpoint_id)  # as routing/state.py record_served
-        self.book.record(leg.endpoint_id, request.bucket, SpeedSample(now, leg.delay))
+        self.health.served(leg.endpoint_id, now)
+        cached = mostly_cached(leg.cached, request.prompt_tokens)  # its own window
+        sample = SpeedSample(now, leg.delay, cached=cached)
+        self.book.record(leg.endpoint_id, request.bucket, sample)
         self.outputs.observe(slug, request.bucket, request.output_tokens)
         streaming = now - leg.start - leg.delay
         if request.output_tokens > 1 and streaming > 0:
