@@ -183,7 +183,7 @@ def plan_route(
     )
     usable = [c for c in candidates if c.usable]
     marked = [c for c in candidates if not c.usable]
-    mark_fast_enough(usable, tuning)
+    mark_fast_enough(usable, tuning, reference=candidates)
     ranked = restrict_to_listed(_rank(usable, marked, options, rng, exploration_rate), options)
     if not ranked:
         raise RoutingError(

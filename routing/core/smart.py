@@ -11,6 +11,7 @@ CHEAPEST_FAST_ENOUGH = "cheapest fast enough"
 FASTEST_CHEAPER_TOO_SLOW = "fastest: cheaper ones too slow"
 NO_SPEED_DATA = "no speed data: cheapest"
 NO_SPEED_DATA_WITHIN_USUAL_PRICE = "no speed data within usual price: cheapest"
+FASTEST_USABLE = "fastest usable: the fast ones are marked unusable"
 EXPLORATION = "exploration"
 FALLBACK_FAST_ENOUGH = "fallback: fast enough"
 FALLBACK_TOO_SLOW = "fallback: too slow"
@@ -18,14 +19,23 @@ FALLBACK_NO_SPEED_DATA = "fallback: no speed data"
 FALLBACK_ABOVE_USUAL_PRICE = "fallback: above usual price"
 
 
-def mark_fast_enough(candidates: list[Candidate], tuning: SmartTuning = DEFAULT_TUNING) -> None:
+def mark_fast_enough(
+    candidates: list[Candidate],
+    tuning: SmartTuning = DEFAULT_TUNING,
+    reference: list[Candidate] | None = None,
+) -> None:
     """R2.4 over the endpoints that may be picked for speed (measured and R2.9 eligible):
     fast enough = judged TTFT <= ratio x the fastest of them, or under the absolute bound.
 
     The judged TTFT of a conversation's turn includes its expected follow-up turns (cache
     reads where it is served now), as its price does: a provider whose cache reads are
-    fast is fast enough for agent turns even if this one turn would be uncached there."""
-    measured = [c.judged for c in candidates if c.judged is not None and c.price_eligible]
+    fast is fast enough for agent turns even if this one turn would be uncached there.
+
+    The fastest is taken over ``reference`` (default: ``candidates``); the plan passes
+    every endpoint, the ones marked unusable included: a 30 s outage of the best one
+    must not make a 15 s endpoint "fast enough" for long prompts."""
+    pool = candidates if reference is None else reference
+    measured = [c.judged for c in pool if c.judged is not None and c.price_eligible]
     if not measured:
         return
     slowest_fast_enough = tuning.fast_enough_ratio * min(measured)
@@ -67,7 +77,8 @@ def _first_reason(first: Candidate, candidates: list[Candidate]) -> str:
 def rank_smart(candidates: list[Candidate]) -> Ranked:
     """Order usable candidates (fast_enough already marked), every one exactly once.
 
-    1. cheapest fast-enough endpoint; without any, the cheapest endpoint (R2.8);
+    1. cheapest fast-enough endpoint; without any (the fast ones are marked) the fastest
+       measured one; without speed data, the cheapest endpoint (R2.8);
     2. the other fast-enough endpoints, cheapest first;
     3. the rest: price-eligible before dearer-than-usual, measured before unmeasured,
        then by typical TTFT, then by cost.
@@ -80,6 +91,10 @@ def rank_smart(candidates: list[Candidate]) -> Ranked:
         ranked: Ranked = [(fast[0], _first_reason(fast[0], candidates))]
         ranked += [(c, FALLBACK_FAST_ENOUGH) for c in fast[1:]]
         slow = [c for c in by_cost if not c.fast_enough]
+    elif any(c.judged is not None and c.price_eligible for c in candidates):
+        # measured, but none fast enough: the fast ones are marked unusable for now
+        slow = sorted(candidates, key=_fallback_key)
+        ranked = [(slow.pop(0), FASTEST_USABLE)]
     else:
         any_measured = any(c.typical is not None for c in candidates)
         reason = NO_SPEED_DATA_WITHIN_USUAL_PRICE if any_measured else NO_SPEED_DATA
