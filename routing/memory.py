@@ -42,6 +42,7 @@ from .shared import key, shared_kv
 logger = logging.getLogger(__name__)
 MAX_PREFIXES = 200_000  # remembered (prefix hash) entries kept per process
 PREFIX_LOOKBACK = 16
+STALE_AFTER_S = 600.0  # speed data with no sample for this long is explored (R2.6)
 
 
 def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
@@ -64,17 +65,21 @@ def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
         "endpoint_id", "bucket", "cached", "ttft_ms", "output_tokens_per_s", "restarts_window",
         "created_at",
     )  # fmt: skip
+    stale_after_s = conf.get("SPEED_STALE_AFTER_S", STALE_AFTER_S)
     for endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at in rows:  # newest first
-        speed_key = (endpoint_id, speed_bucket(bucket, cached))
+        speed_key, t = (endpoint_id, speed_bucket(bucket, cached)), created_at.timestamp()
+        window = samples[speed_key]
+        if window and window[-1].t - t > stale_after_s:
+            restarted.add(speed_key)  # a long silence restarts the window (as SpeedBook)
         if speed_key in restarted:
-            continue  # older than the window's restart (a confirmed probe shift)
-        samples[speed_key].append(TimedSample(created_at.timestamp(), ttft_ms / 1000))
+            continue  # older than the window's restart (a confirmed probe shift, a gap)
+        window.append(TimedSample(t, ttft_ms / 1000))
         if restarts:
             restarted.add(speed_key)
         if tps:
             throughput[endpoint_id].append(tps)
     medians = {eid: sorted(v)[len(v) // 2] for eid, v in throughput.items()}
-    return summarise(samples, medians)
+    return summarise(samples, medians, now=time.time(), stale_after_s=stale_after_s)
 
 
 def prefixes_to_check(hashes: PrefixHashes) -> PrefixHashes:

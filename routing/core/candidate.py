@@ -31,7 +31,8 @@ class Candidate:
     uncached window), None when the endpoint has too little data in the bucket.
     ``judged`` is what R2.4 compares: ``typical``, or for a conversation the mean over
     this turn and its expected follow-up turns (cached there). ``price_eligible`` is the
-    R2.9 test. ``fast_enough`` is set by smart.mark_fast_enough().
+    R2.9 test. ``fast_enough`` is set by smart.mark_fast_enough(). ``stale``: the window
+    ``typical`` came from has no recent sample (R2.6 explores it).
     """
 
     __slots__ = (
@@ -42,6 +43,7 @@ class Candidate:
         "judged",
         "price_eligible",
         "slug",
+        "stale",
         "throughput",
         "typical",
         "usable",
@@ -67,6 +69,7 @@ class Candidate:
         self.usable = usable
         self.price_eligible = price_eligible
         self.fast_enough = False
+        self.stale = False  # its speed data is old (SpeedSummary.stale_keys): explore it
 
     def __repr__(self) -> str:
         return (

@@ -86,12 +86,19 @@ def expected_ttft(
     most of its prompt is a cache read there and that window has enough samples, else
     the uncached one (an upper bound: a cache read never prefills slower); None when
     neither has ``min_samples`` samples."""
+    return _estimate(speed, endpoint_id, bucket, cached, min_samples)[0]
+
+
+def _estimate(
+    speed: SpeedSummary, endpoint_id: int, bucket: str, cached: bool, min_samples: int
+) -> tuple[float | None, tuple[int, str] | None]:
+    """expected_ttft() and the key of the window it came from."""
     counts, typicals = speed.count_by_key, speed.typical_by_key
     keys = ((endpoint_id, speed_bucket(bucket, True)),) if cached else ()
     for key in (*keys, (endpoint_id, bucket)):
         if counts.get(key, 0) >= min_samples:
-            return typicals[key]
-    return None
+            return typicals[key], key
+    return None, None
 
 
 def _candidates(
@@ -107,13 +114,13 @@ def _candidates(
 ) -> list[Candidate]:
     usual = usual_price(costs)
     throughputs, cached = speed.throughput_by_endpoint, features.cached_tokens
-    prompt = features.prompt_tokens
+    prompt, stale_keys = features.prompt_tokens, speed.stale_keys
     followups = features.expected_followup_turns
     candidates = []
     for endpoint in eligible:
         endpoint_id = endpoint.endpoint_id
         is_cached = mostly_cached(cached.get(endpoint_id, 0), prompt)
-        typical = expected_ttft(speed, endpoint_id, bucket, is_cached, min_samples)
+        typical, key = _estimate(speed, endpoint_id, bucket, is_cached, min_samples)
         judged = typical
         if followups and typical is not None:
             later = expected_ttft(speed, endpoint_id, bucket, True, min_samples) or typical
@@ -122,17 +129,17 @@ def _candidates(
         price_eligible = cost <= usual or cost <= dear_price_limit(
             model, features, cached.get(endpoint_id, 0), tuning
         )
-        candidates.append(
-            Candidate(
-                endpoint,
-                cost,
-                typical,
-                throughputs.get(endpoint_id),
-                endpoint_id not in unusable,
-                price_eligible,
-                judged,
-            )
+        candidate = Candidate(
+            endpoint,
+            cost,
+            typical,
+            throughputs.get(endpoint_id),
+            endpoint_id not in unusable,
+            price_eligible,
+            judged,
         )
+        candidate.stale = key in stale_keys
+        candidates.append(candidate)
     return candidates
 
 

@@ -1,5 +1,5 @@
 """Smart routing (R2.3-R2.9): the cheapest endpoint that is fast enough for this
-prompt's size, with exploration of endpoints that have too little data."""
+prompt's size, with exploration of endpoints that have too little or stale data."""
 
 from __future__ import annotations
 
@@ -107,14 +107,15 @@ def rank_smart(candidates: list[Candidate]) -> Ranked:
 
 def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float) -> Ranked:
     """R2.6: with probability ``exploration_rate`` put first a random price-eligible
-    endpoint with too little data in this bucket (other than the normal first choice).
+    endpoint with too little data in this bucket, or whose data is stale (no recent
+    sample), other than the normal first choice.
 
     The rng is only drawn from when such an endpoint exists.
     """
     if exploration_rate <= 0 or len(ranked) < 2:
         return ranked
     first = ranked[0][0]
-    pool = [c for c, _ in ranked[1:] if c.typical is None and c.price_eligible]
+    pool = [c for c, _ in ranked[1:] if (c.typical is None or c.stale) and c.price_eligible]
     if not pool or rng.random() >= exploration_rate:
         return ranked
     explored = pool[rng.randrange(len(pool))]

@@ -126,13 +126,16 @@ class SpeedSummary:
 
     Keys name the uncached window (``"32k-128k"``) or the cached one
     (``"32k-128k+cached"``, see ``speed_bucket``). ``newest_by_key``: clock time of each
-    window's newest sample (missing when unknown: such data never counts as stale).
+    window's newest sample (missing when unknown). ``stale_keys``: windows whose newest
+    sample was older than the stale age when the summary was made (R2.6 explores them:
+    an endpoint that got faster where no probe and no real traffic goes is noticed).
     """
 
     typical_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
     count_by_key: Mapping[SpeedKey, int] = field(default_factory=dict)
     throughput_by_endpoint: Mapping[int, float] = field(default_factory=dict)
     newest_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
+    stale_keys: frozenset[SpeedKey] = frozenset()
 
     def typical(self, endpoint_id: int, bucket: str) -> float | None:
         return self.typical_by_key.get((endpoint_id, bucket))
@@ -169,11 +172,13 @@ def summarise(
     *,
     now: float | None = None,
     max_age_s: float | None = None,
+    stale_after_s: float | None = None,
 ) -> SpeedSummary:
     """Build a SpeedSummary from raw samples (TTFT seconds or SpeedSample).
 
     With ``now`` and ``max_age_s``, SpeedSample entries older than max_age_s are
-    ignored (plain floats carry no time and are always kept).
+    ignored (plain floats carry no time and are always kept). With ``now`` and
+    ``stale_after_s``, keys whose newest sample is older than that are ``stale_keys``.
     """
     oldest_kept = None if now is None or max_age_s is None else now - max_age_s
     typical_by_key: dict[SpeedKey, float] = {}
@@ -188,16 +193,40 @@ def summarise(
             if newest is not None:
                 newest_by_key[key] = newest
     throughput = dict(throughput_by_endpoint or {})
-    return SpeedSummary(typical_by_key, count_by_key, throughput, newest_by_key)
+    stale = stale_since(newest_by_key, now, stale_after_s)
+    return SpeedSummary(typical_by_key, count_by_key, throughput, newest_by_key, stale)
+
+
+def stale_since(
+    newest_by_key: Mapping[SpeedKey, float], now: float | None, stale_after_s: float | None
+) -> frozenset[SpeedKey]:
+    """Keys whose newest sample is more than ``stale_after_s`` old at ``now``."""
+    if now is None or stale_after_s is None:
+        return frozenset()
+    oldest_fresh = now - stale_after_s
+    return frozenset(key for key, newest in newest_by_key.items() if newest < oldest_fresh)
 
 
 class SpeedBook:
     """Mutable collection of windows (simulator / in-process cache) that keeps a
-    SpeedSummary up to date, recomputing only the keys that changed."""
+    SpeedSummary up to date, recomputing only the keys that changed.
 
-    def __init__(self, window_size: int = DEFAULT_WINDOW, max_age_s: float | None = None):
+    With ``stale_after_s``: a window whose newest sample is older than that is stale
+    (``SpeedSummary.stale_keys`` at ``summary(now)``), and a new sample after such a gap
+    restarts the window: what an endpoint did before a long silence no longer says what
+    it does now (an endpoint that got faster is judged by its new samples at once).
+    """
+
+    def __init__(
+        self,
+        window_size: int = DEFAULT_WINDOW,
+        max_age_s: float | None = None,
+        stale_after_s: float | None = None,
+    ):
         self.window_size = window_size
         self.max_age_s = max_age_s
+        self.stale_after_s = stale_after_s
+        self._stale: frozenset[SpeedKey] = frozenset()
         self._windows: dict[SpeedKey, SpeedWindow] = {}
         self._throughput: dict[int, deque[float]] = {}
         self._typical: dict[SpeedKey, float] = {}
@@ -210,9 +239,14 @@ class SpeedBook:
         """Add a sample to the bucket's cached or uncached window (``sample.cached``)."""
         key = (endpoint_id, speed_bucket(bucket, sample.cached))
         window = self._windows.get(key)
-        if window is None:
+        gap = self.stale_after_s
+        if window is None or (
+            gap is not None and len(window) and sample.t - window.newest_t() > gap
+        ):
             window = self._windows[key] = SpeedWindow(self.window_size, self.max_age_s)
         window.add(sample)
+        if key in self._stale:
+            self._stale = self._stale - {key}
         self._dirty.add(key)
         self._summary = None
 
@@ -230,7 +264,8 @@ class SpeedBook:
         self._summary = None
 
     def summary(self, now: float | None = None) -> SpeedSummary:
-        """Current summary; with ``now``, expired samples are dropped first."""
+        """Current summary; with ``now``, expired samples are dropped first and the stale
+        keys are found again."""
         if now is not None:
             for key, window in self._windows.items():
                 if window.expire(now):
@@ -239,11 +274,16 @@ class SpeedBook:
             self._recompute(self._dirty)
             self._dirty = set()
             self._summary = None
+        if now is not None and self.stale_after_s is not None:
+            stale = stale_since(self._newest, now, self.stale_after_s)
+            if stale != self._stale:
+                self._stale, self._summary = stale, None
         if self._summary is None:
             throughput = {eid: median(w) for eid, w in self._throughput.items() if w}
             self._summary = SpeedSummary(
-                dict(self._typical), dict(self._count), throughput, dict(self._newest)
-            )
+                dict(self._typical), dict(self._count), throughput, dict(self._newest),
+                self._stale,
+            )  # fmt: skip
         return self._summary
 
     def _recompute(self, keys: Iterable[SpeedKey]) -> None:

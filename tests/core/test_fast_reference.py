@@ -1,4 +1,4 @@
-""""Fast enough" is judged against the fastest measured endpoint, marked ones included
+""" "Fast enough" is judged against the fastest measured endpoint, marked ones included
 (issue 10, weakness 3)."""
 
 from __future__ import annotations

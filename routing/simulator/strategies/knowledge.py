@@ -38,7 +38,11 @@ class Knowledge:
 
     def __init__(self, gateway: dict, market: Market) -> None:
         self.market = market
-        self.book = SpeedBook(int(gateway["speed_window_size"]), gateway["speed_max_age_s"])
+        self.book = SpeedBook(
+            int(gateway["speed_window_size"]),
+            gateway["speed_max_age_s"],
+            gateway["speed_stale_after_s"],
+        )
         self.marks = UnusableMarks(
             window_s=float(gateway["unusable_window_s"]),
             first_window_s=float(gateway["unusable_first_window_s"]),
