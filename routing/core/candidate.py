@@ -42,8 +42,10 @@ class Candidate:
         "fast_enough",
         "judged",
         "price_eligible",
+        "prior",
         "slug",
         "stale",
+        "thin",
         "throughput",
         "typical",
         "usable",
@@ -70,6 +72,8 @@ class Candidate:
         self.price_eligible = price_eligible
         self.fast_enough = False
         self.stale = False  # its speed data is old (SpeedSummary.stale_keys): explore it
+        self.thin = typical is None  # fewer than min_samples samples: explore it
+        self.prior = False  # ``typical`` is the model's typical value (O8), not its own
 
     def __repr__(self) -> str:
         return (

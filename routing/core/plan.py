@@ -83,22 +83,25 @@ def expected_ttft(
     speed: SpeedSummary, endpoint_id: int, bucket: str, cached: bool, min_samples: int
 ) -> float | None:
     """The typical TTFT this request should see at the endpoint: the cached window when
-    most of its prompt is a cache read there and that window has enough samples, else
-    the uncached one (an upper bound: a cache read never prefills slower); None when
-    neither has ``min_samples`` samples."""
+    most of its prompt is a cache read there and that window has ``min_samples``, else
+    the uncached one (an upper bound: a cache read never prefills slower) as soon as it
+    has a sample, else a thin cached window; None without any sample."""
     return _estimate(speed, endpoint_id, bucket, cached, min_samples)[0]
 
 
 def _estimate(
     speed: SpeedSummary, endpoint_id: int, bucket: str, cached: bool, min_samples: int
-) -> tuple[float | None, tuple[int, str] | None]:
-    """expected_ttft() and the key of the window it came from."""
+) -> tuple[float | None, tuple[int, str] | None, int]:
+    """expected_ttft(), the key of the window it came from and that window's samples."""
     counts, typicals = speed.count_by_key, speed.typical_by_key
-    keys = ((endpoint_id, speed_bucket(bucket, True)),) if cached else ()
-    for key in (*keys, (endpoint_id, bucket)):
-        if counts.get(key, 0) >= min_samples:
-            return typicals[key], key
-    return None, None
+    plain = (endpoint_id, bucket)
+    if cached:
+        key = (endpoint_id, speed_bucket(bucket, True))
+        count = counts.get(key, 0)
+        if count >= min_samples or (count and not counts.get(plain, 0)):
+            return typicals[key], key, count
+    count = counts.get(plain, 0)
+    return (typicals[plain], plain, count) if count else (None, None, 0)
 
 
 def _candidates(
@@ -120,7 +123,7 @@ def _candidates(
     for endpoint in eligible:
         endpoint_id = endpoint.endpoint_id
         is_cached = mostly_cached(cached.get(endpoint_id, 0), prompt)
-        typical, key = _estimate(speed, endpoint_id, bucket, is_cached, min_samples)
+        typical, key, count = _estimate(speed, endpoint_id, bucket, is_cached, min_samples)
         judged = typical
         if followups and typical is not None:
             later = expected_ttft(speed, endpoint_id, bucket, True, min_samples) or typical
@@ -139,8 +142,25 @@ def _candidates(
             judged,
         )
         candidate.stale = key in stale_keys
+        candidate.thin = count < min_samples
         candidates.append(candidate)
     return candidates
+
+
+def apply_model_prior(candidates: list[Candidate]) -> None:
+    """O8: an endpoint without a sample in the bucket starts from the model's typical
+    numbers (the median of the measured endpoints' estimates, marked ones included), so
+    a new or re-priced endpoint competes at once; it is explored like thin data and its
+    own samples replace the prior as they come. Without any measured endpoint nothing
+    changes (R2.8: the cheapest)."""
+    measured = [c.judged for c in candidates if c.judged is not None]
+    if not measured:
+        return
+    prior = median(measured)
+    for candidate in candidates:
+        if candidate.typical is None:
+            candidate.typical = candidate.judged = prior
+            candidate.prior = True
 
 
 def _rank(
@@ -178,7 +198,8 @@ def plan_route(
 
     ``unusable`` holds endpoint ids marked unusable now (R2.7); they go last. An
     endpoint with fewer than ``min_samples`` TTFT samples in the request's bucket has
-    "too little data". Raises RoutingError 400 (unknown provider slug) or 404 (no
+    "too little data": its samples count (from the first one), and it is explored.
+    Raises RoutingError 400 (unknown provider slug) or 404 (no
     endpoint passes the filters; the message says which filter).
     """
     bucket = bucket_for(features.prompt_tokens)
@@ -188,6 +209,8 @@ def plan_route(
     candidates = _candidates(
         model, eligible, features, bucket, costs, speed, unusable, min_samples, tuning
     )
+    if not options.is_customer_choice:
+        apply_model_prior(candidates)
     usable = [c for c in candidates if c.usable]
     marked = [c for c in candidates if not c.usable]
     mark_fast_enough(usable, tuning, reference=candidates)
@@ -200,7 +223,10 @@ def plan_route(
             "and provider.allow_fallbacks is false",
         )
     choices = tuple(
-        RouteChoice(c.endpoint, reason, request_costs[c.endpoint_id], c.typical, c.fast_enough)
+        RouteChoice(
+            c.endpoint, reason, request_costs[c.endpoint_id],
+            None if c.prior else c.typical, c.fast_enough,
+        )
         for c, reason in ranked
-    )
+    )  # fmt: skip
     return RoutePlan(choices, bucket, "customer" if options.is_customer_choice else "smart")

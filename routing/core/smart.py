@@ -12,6 +12,7 @@ FASTEST_CHEAPER_TOO_SLOW = "fastest: cheaper ones too slow"
 NO_SPEED_DATA = "no speed data: cheapest"
 NO_SPEED_DATA_WITHIN_USUAL_PRICE = "no speed data within usual price: cheapest"
 FASTEST_USABLE = "fastest usable: the fast ones are marked unusable"
+CHEAPEST_BY_MODEL_TYPICAL = "cheapest fast enough by the model's typical speed (no data yet)"
 EXPLORATION = "exploration"
 FALLBACK_FAST_ENOUGH = "fallback: fast enough"
 FALLBACK_TOO_SLOW = "fallback: too slow"
@@ -67,6 +68,8 @@ def _fallback_reason(candidate: Candidate) -> str:
 
 
 def _first_reason(first: Candidate, candidates: list[Candidate]) -> str:
+    if first.prior:
+        return CHEAPEST_BY_MODEL_TYPICAL
     fastest = min(c.judged for c in candidates if c.fast_enough and c.judged is not None)
     cheaper_measured = any(c.cost < first.cost and c.judged is not None for c in candidates)
     if first.judged == fastest and cheaper_measured:
@@ -115,7 +118,7 @@ def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float
     if exploration_rate <= 0 or len(ranked) < 2:
         return ranked
     first = ranked[0][0]
-    pool = [c for c, _ in ranked[1:] if (c.typical is None or c.stale) and c.price_eligible]
+    pool = [c for c, _ in ranked[1:] if (c.thin or c.stale) and c.price_eligible]
     if not pool or rng.random() >= exploration_rate:
         return ranked
     explored = pool[rng.randrange(len(pool))]

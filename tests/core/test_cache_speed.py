@@ -49,7 +49,10 @@ def _summary(rows: dict[tuple[int, str], tuple[float, int]]) -> SpeedSummary:
         # too few cached samples: the uncached window, an upper bound
         ({(1, BUCKET): (6.0, 5), (1, CACHED): (1.2, 2)}, True, 6.0),
         ({(1, CACHED): (1.2, 5)}, False, None),
-        ({(1, BUCKET): (6.0, 2)}, True, None),
+        # thin windows count from their first sample (cold start, issue 10 item 5)
+        ({(1, BUCKET): (6.0, 2)}, True, 6.0),
+        ({(1, CACHED): (1.2, 2)}, True, 1.2),
+        ({}, True, None),
     ],
 )
 def test_expected_ttft_uses_the_window_of_the_requests_cache_state(rows, cached, expected):
