@@ -29,7 +29,7 @@ from providers.upstream import UpstreamCall, UpstreamError, close_client, open_s
 from uberllm.aio import db_call, drain_background
 
 from .catalog import EndpointRoute, load_catalog
-from .core.probe import CONFIRMATIONS, confirmed_shift, shift_direction
+from .core.probe import CONFIRMATIONS, confirmed_shift, shift_direction, worth_probing
 from .core.types import bucket_for
 from .memory import load_speed_summary
 from .models import ProbeResult, SpeedSample
@@ -72,10 +72,12 @@ def _measured_since(seconds: float, *, real: bool) -> set[tuple[int, str]]:
 def probe_targets(cycle: int, *, cold_only: bool = False) -> list[ProbeTarget]:
     """Every (endpoint, size) still to probe in this cycle.
 
-    Probe economy (issue 10): a size whose bucket real traffic measured (uncached) during
-    the last period is skipped. A cold endpoint (no sample at all within the speed
-    window: new, re-enabled, or a gateway with empty routing data) is also probed below
-    8k; ``cold_only`` probes just those (the cold-start task, every minute).
+    Probe economy (issue 10): an endpoint that can never be picked for speed for an
+    uncached prompt (R2.9, ``worth_probing``) is not probed; a size whose bucket real
+    traffic measured (uncached) during the last period is skipped. A cold endpoint (no
+    sample at all within the speed window: new, re-enabled, or a gateway with empty
+    routing data) is also probed below 8k; ``cold_only`` probes just those (the
+    cold-start task, every minute).
     """
     conf = settings.UBERLLM
     done = set(ProbeResult.objects.filter(cycle=cycle).values_list("endpoint_id", "prompt_tokens"))
@@ -83,9 +85,10 @@ def probe_targets(cycle: int, *, cold_only: bool = False) -> list[ProbeTarget]:
     known = {eid for eid, _ in _measured_since(conf["SPEED_MAX_AGE_S"], real=False)}
     targets = []
     for slug, model in load_catalog().items():
+        infos = [route.info for route in model.endpoints]
         for route in model.endpoints:
             cold = route.endpoint_id not in known
-            if cold_only and not cold:
+            if (cold_only and not cold) or not worth_probing(route.info, model.info, infos):
                 continue
             sizes = {*conf["PROBE_SIZES"], COLD_PROBE_TOKENS} if cold else conf["PROBE_SIZES"]
             for size in sorted(sizes):

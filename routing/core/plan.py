@@ -19,6 +19,7 @@ from .pricing import list_price_cost, request_cost
 from .smart import mark_fast_enough, rank_smart, with_exploration
 from .speed import SpeedSummary, mostly_cached, speed_bucket
 from .types import (
+    BUCKETS,
     Bucket,
     EndpointInfo,
     ModelInfo,
@@ -30,6 +31,7 @@ from .types import (
 )
 
 LAST_RESORT = "last resort: marked unusable"
+SMALLER_BUCKET_FACTOR = 2.0  # a cached turn one bucket up: at most twice as long
 
 
 def _costs(endpoints: Sequence[EndpointInfo], features: RequestFeatures) -> dict[int, float]:
@@ -83,9 +85,10 @@ def expected_ttft(
     speed: SpeedSummary, endpoint_id: int, bucket: str, cached: bool, min_samples: int
 ) -> float | None:
     """The typical TTFT this request should see at the endpoint: the cached window when
-    most of its prompt is a cache read there and that window has ``min_samples``, else
-    the uncached one (an upper bound: a cache read never prefills slower) as soon as it
-    has a sample, else a thin cached window; None without any sample."""
+    most of its prompt is a cache read there and that window has ``min_samples``; else
+    (cached) twice the cached typical one bucket down when that is lower than the
+    uncached one; else the uncached one (an upper bound: a cache read never prefills
+    slower) as soon as it has a sample, else a thin cached window; None without any."""
     return _estimate(speed, endpoint_id, bucket, cached, min_samples)[0]
 
 
@@ -100,8 +103,26 @@ def _estimate(
         count = counts.get(key, 0)
         if count >= min_samples or (count and not counts.get(plain, 0)):
             return typicals[key], key, count
+        smaller = _smaller_cached(speed, endpoint_id, bucket, min_samples)
+        if smaller is not None and (
+            not counts.get(plain, 0) or smaller < typicals[plain]
+        ):  # few agent turns reach >128k: twice the cached typical one bucket down
+            return smaller, key, count
     count = counts.get(plain, 0)
     return (typicals[plain], plain, count) if count else (None, None, 0)
+
+
+def _smaller_cached(
+    speed: SpeedSummary, endpoint_id: int, bucket: str, min_samples: int
+) -> float | None:
+    """2x the cached typical of the next smaller bucket, if it has enough samples."""
+    index = BUCKETS.index(bucket)  # type: ignore[arg-type]
+    if index == 0:
+        return None
+    key = (endpoint_id, speed_bucket(BUCKETS[index - 1], True))
+    if speed.count_by_key.get(key, 0) < min_samples:
+        return None
+    return SMALLER_BUCKET_FACTOR * speed.typical_by_key[key]
 
 
 def _candidates(
@@ -124,9 +145,10 @@ def _candidates(
         endpoint_id = endpoint.endpoint_id
         is_cached = mostly_cached(cached.get(endpoint_id, 0), prompt)
         typical, key, count = _estimate(speed, endpoint_id, bucket, is_cached, min_samples)
-        judged = typical
+        judged, later_count = typical, min_samples
         if followups and typical is not None:
             later = expected_ttft(speed, endpoint_id, bucket, True, min_samples) or typical
+            later_count = speed.count(endpoint_id, speed_bucket(bucket, True))
             judged = (typical + followups * later) / (1 + followups)
         cost = costs[endpoint_id]
         price_eligible = cost <= usual or cost <= dear_price_limit(
@@ -142,7 +164,10 @@ def _candidates(
             judged,
         )
         candidate.stale = key in stale_keys
-        candidate.thin = count < min_samples
+        # thin: too little data for this turn, or (a conversation) for its follow-up
+        # turns, cache reads there: explored, else a provider whose cached prefill is fast
+        # would never get the conversations that would show it
+        candidate.thin = count < min_samples or later_count < min_samples
         candidates.append(candidate)
     return candidates
 
