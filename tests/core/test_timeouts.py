@@ -18,7 +18,7 @@ def _choice(typical: float | None) -> RouteChoice:
 
 @pytest.mark.parametrize(
     ("typical", "expected"),
-    [(None, 180.0), (0.5, 10.0), (2.5, 10.0), (3.0, 12.0), (20.0, 80.0), (60.0, 180.0)],
+    [(None, 180.0), (0.5, 20.0), (5.0, 20.0), (6.0, 24.0), (20.0, 80.0), (60.0, 180.0)],
 )
 def test_timeout_is_a_multiple_of_the_typical_with_a_floor_and_the_flat_cap(typical, expected):
     assert first_token_timeout_s(_choice(typical)) == expected
@@ -33,6 +33,6 @@ def test_settings_are_keyword_parameters():
 @given(st.none() | st.floats(0.01, 1_000.0))
 def test_never_below_the_floor_nor_above_the_flat_timeout(typical):
     timeout = first_token_timeout_s(_choice(typical))
-    assert 10.0 <= timeout <= 180.0
+    assert 20.0 <= timeout <= 180.0
     if typical is not None:
         assert timeout >= min(180.0, typical)  # a typical call is never cut short
