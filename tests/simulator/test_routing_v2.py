@@ -46,3 +46,19 @@ def test_an_endpoint_that_got_faster_where_no_probe_goes_is_noticed_within_minut
     ]
     assert _share(timeline, "midway", "<8k", 20, 40) < 0.2
     assert _share(timeline, "midway", "<8k", 55, 85) > 0.5
+
+
+def test_cut_streams_count_as_failures_and_a_run_of_them_marks():
+    from routing.simulator import load_scenario
+    from routing.simulator.market import Market
+    from routing.simulator.strategies.knowledge import Knowledge
+
+    scenario = load_scenario("coding-agent")
+    knowledge = Knowledge(dict(scenario.gateway), Market(scenario, 1))
+    for _ in range(20):
+        knowledge.health.served(1, 0.0)
+    knowledge.cut(1, 1.0)
+    assert 1 not in knowledge.unusable(1.0)  # one cut among many served calls
+    knowledge.cut(1, 2.0)
+    knowledge.cut(1, 3.0)
+    assert 1 in knowledge.unusable(3.0)  # three in a row

@@ -116,6 +116,13 @@ class Knowledge:
             if self.health.failed(endpoint_id, now, peers):
                 self.marks.mark(endpoint_id, now)
 
+    def cut(self, endpoint_id: int, now: float) -> None:
+        """A stream the provider cut after its first token: a failure in the endpoint's
+        error rate (no TTFT sample), as LiveRouter.on_cut."""
+        peers = self.peers[self.market.endpoints[endpoint_id].model]
+        if self.health.failed(endpoint_id, now, peers):
+            self.marks.mark(endpoint_id, now)
+
     def success(self, run: Run, leg: Leg, slug: str, now: float) -> None:
         request = run.request
         self.marks.record_success(leg.endpoint_id)  # as routing/state.py record_served
@@ -179,6 +186,10 @@ class LearnsFromCalls:
 
     def on_success(self, run: Run, leg: Leg, now: float) -> None:
         self.knowledge.success(run, leg, self.models[run.request.model].slug, now)
+
+    def on_cut(self, run: Run, leg: Leg, now: float) -> None:
+        """For the session-driven flow: the serving leg's stream was cut."""
+        self.knowledge.cut(leg.endpoint_id, now)
 
     def probe_typical(self, endpoint_id: int, bucket: str, now: float) -> float | None:
         return self.knowledge.summary(now).typical(endpoint_id, bucket)
