@@ -31,10 +31,11 @@ from django.utils import timezone
 
 from uberllm.aio import db_call, run_service
 
-from .core.marks import unusable_window
+from .core.marks import Reliability, unusable_window
 from .core.prefix import PrefixHashes
-from .core.speed import SpeedBook, SpeedSummary, summarise
+from .core.speed import SpeedBook, SpeedSummary, speed_bucket, summarise
 from .core.speed import SpeedSample as CoreSample
+from .core.speed import SpeedSample as TimedSample
 from .core.tokens import OutputEstimator, TokenEstimator
 from .models import SpeedSample
 from .shared import key, shared_kv
@@ -43,35 +44,44 @@ logger = logging.getLogger(__name__)
 KEEP_WARM_S = 10.0  # refresh while requests came within this long
 MAX_PREFIXES = 200_000  # remembered (prefix hash) entries kept per process
 PREFIX_LOOKBACK = 16
+STALE_AFTER_S = 600.0  # speed data with no sample for this long is explored (R2.6)
 
 
 def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
-    """The newest ``SPEED_WINDOW_SIZE`` samples per (endpoint, bucket), summarised."""
+    """The newest ``SPEED_WINDOW_SIZE`` samples per (endpoint, bucket, cached or not),
+    summarised with each window's newest sample time (stale data is explored)."""
     conf = settings.UBERLLM
     since = timezone.now() - timedelta(seconds=conf["SPEED_MAX_AGE_S"])
     ranked = SpeedSample.objects.filter(created_at__gte=since)
     if endpoint_ids is not None:
         ranked = ranked.filter(endpoint_id__in=endpoint_ids)
     ranked = ranked.annotate(
-        rank=Window(RowNumber(), partition_by=[F("endpoint_id"), F("bucket")], order_by="-id")
+        rank=Window(
+            RowNumber(), partition_by=[F("endpoint_id"), F("bucket"), F("cached")], order_by="-id"
+        )
     ).filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
-    samples: dict[tuple[int, str], list[float]] = defaultdict(list)
+    samples: dict[tuple[int, str], list[TimedSample]] = defaultdict(list)
     restarted: set[tuple[int, str]] = set()
     throughput: dict[int, list[float]] = defaultdict(list)
     rows = ranked.order_by("-id").values_list(
-        "endpoint_id", "bucket", "ttft_ms", "output_tokens_per_s", "restarts_window"
-    )
-    for endpoint_id, bucket, ttft_ms, tps, restarts in rows:  # newest first
-        speed_key = (endpoint_id, bucket)
+        "endpoint_id", "bucket", "cached", "ttft_ms", "output_tokens_per_s", "restarts_window",
+        "created_at",
+    )  # fmt: skip
+    stale_after_s = conf.get("SPEED_STALE_AFTER_S", STALE_AFTER_S)
+    for endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at in rows:  # newest first
+        speed_key, t = (endpoint_id, speed_bucket(bucket, cached)), created_at.timestamp()
+        window = samples[speed_key]
+        if window and window[-1].t - t > stale_after_s:
+            restarted.add(speed_key)  # a long silence restarts the window (as SpeedBook)
         if speed_key in restarted:
-            continue  # older than the window's restart (a confirmed probe shift)
-        samples[speed_key].append(ttft_ms / 1000)
+            continue  # older than the window's restart (a confirmed probe shift, a gap)
+        window.append(TimedSample(t, ttft_ms / 1000))
         if restarts:
             restarted.add(speed_key)
         if tps:
             throughput[endpoint_id].append(tps)
     medians = {eid: sorted(v)[len(v) // 2] for eid, v in throughput.items()}
-    return summarise(samples, medians)
+    return summarise(samples, medians, now=time.time(), stale_after_s=stale_after_s)
 
 
 class SpeedFeed:
@@ -117,17 +127,22 @@ class SpeedFeed:
         """The current summary (sync: runs in a database thread)."""
         conf = settings.UBERLLM
         now = time.time()
-        fields = ("id", "endpoint_id", "bucket", "ttft_ms", "output_tokens_per_s",
+        fields = ("id", "endpoint_id", "bucket", "cached", "ttft_ms", "output_tokens_per_s",
                   "restarts_window", "created_at")  # fmt: skip
         if self.book is None or now - self.full_at > self.FULL_RELOAD_S:
-            self.book = SpeedBook(conf["SPEED_WINDOW_SIZE"], conf["SPEED_MAX_AGE_S"])
+            self.book = SpeedBook(
+                conf["SPEED_WINDOW_SIZE"], conf["SPEED_MAX_AGE_S"],
+                stale_after_s=conf.get("SPEED_STALE_AFTER_S", STALE_AFTER_S),
+            )  # fmt: skip
             self.last_id, self._seen, self.full_at = 0, set(), now
             since = timezone.now() - timedelta(seconds=conf["SPEED_MAX_AGE_S"])
             ranked = (
                 SpeedSample.objects.filter(created_at__gte=since)
                 .annotate(
                     rank=Window(
-                        RowNumber(), partition_by=[F("endpoint_id"), F("bucket")], order_by="-id"
+                        RowNumber(),
+                        partition_by=[F("endpoint_id"), F("bucket"), F("cached")],
+                        order_by="-id",
                     )
                 )
                 .filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
@@ -153,6 +168,7 @@ class RoutingMemory:
     speed: SpeedSummary = field(default_factory=SpeedSummary)
     unusable_until: dict[int, float] = field(default_factory=dict)
     strikes: dict[int, int] = field(default_factory=dict)
+    health: Reliability = field(default_factory=Reliability)  # this process's error rates
     prefixes: OrderedDict[str, dict[int, float]] = field(default_factory=OrderedDict)
     hedge_budget_remaining_usd: float = float("inf")  # unknown until the first refresh
     hedge_budget_day: object = None  # the UTC day that figure is for

@@ -22,6 +22,8 @@ class SpeedSample(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     output_tokens_per_s = models.FloatField(null=True, blank=True)
     is_probe = models.BooleanField(default=False)
+    # Most of the prompt was a cache read: timed in the bucket's cached window (issue 10).
+    cached = models.BooleanField(default=False)
     # A confirmed probe shift (R5): older samples of this endpoint and bucket no longer count.
     restarts_window = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -19,10 +19,12 @@ import asyncio
 import secrets
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 import orjson
 from django.conf import settings
+from django.utils import timezone
 
 from billing.pricing import call_cost
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
@@ -30,7 +32,7 @@ from uberllm import metrics
 from uberllm.aio import db_call, drain_background
 
 from .catalog import EndpointRoute, load_catalog
-from .core.probe import CONFIRMATIONS, confirmed_shift, shift_direction
+from .core.probe import CONFIRMATIONS, confirmed_shift, shift_direction, worth_probing
 from .core.types import bucket_for
 from .memory import load_speed_summary
 from .models import ProbeResult, SpeedSample
@@ -57,17 +59,50 @@ def current_cycle(now: float | None = None) -> int:
     return int((now or time.time()) // settings.UBERLLM["PROBE_PERIOD_S"])
 
 
-def probe_targets(cycle: int, endpoint_id: int | None = None) -> list[ProbeTarget]:
-    """Every (endpoint, size) still to probe in this cycle (of one endpoint, if given)."""
+COLD_PROBE_TOKENS = 2_000  # a cold endpoint is also probed below 8k (issue 10)
+
+
+def _measured_since(seconds: float, *, real: bool) -> set[tuple[int, str]]:
+    """(endpoint, bucket) pairs with an uncached sample in the last ``seconds`` (only
+    from real calls with ``real``)."""
+    since = timezone.now() - timedelta(seconds=seconds)
+    rows = SpeedSample.objects.filter(created_at__gte=since, cached=False)
+    if real:
+        rows = rows.filter(is_probe=False)
+    return set(rows.values_list("endpoint_id", "bucket").distinct())
+
+
+def probe_targets(
+    cycle: int, endpoint_id: int | None = None, *, cold_only: bool = False
+) -> list[ProbeTarget]:
+    """Every (endpoint, size) still to probe in this cycle (of one endpoint, if given).
+
+    Probe economy (issue 10): an endpoint that can never be picked for speed for an
+    uncached prompt (R2.9, ``worth_probing``) is not probed; a size whose bucket real
+    traffic measured (uncached) during the last period is skipped. A cold endpoint (no
+    sample at all within the speed window: new, re-enabled, or a gateway with empty
+    routing data) is also probed below 8k; ``cold_only`` probes just those (the
+    cold-start task, every minute).
+    """
+    conf = settings.UBERLLM
     done = set(ProbeResult.objects.filter(cycle=cycle).values_list("endpoint_id", "prompt_tokens"))
+    recent = _measured_since(conf["PROBE_PERIOD_S"], real=True)
+    known = {eid for eid, _ in _measured_since(conf["SPEED_MAX_AGE_S"], real=False)}
     targets = []
     for slug, model in load_catalog().items():
+        infos = [route.info for route in model.endpoints]
         for route in model.endpoints:
             if endpoint_id is not None and route.endpoint_id != endpoint_id:
                 continue
-            for size in settings.UBERLLM["PROBE_SIZES"]:
+            cold = route.endpoint_id not in known
+            if (cold_only and not cold) or not worth_probing(route.info, model.info, infos):
+                continue
+            sizes = {*conf["PROBE_SIZES"], COLD_PROBE_TOKENS} if cold else conf["PROBE_SIZES"]
+            for size in sorted(sizes):
                 fits = size + 1 <= route.info.context_length
-                if fits and (route.endpoint_id, size) not in done:
+                skip = (route.endpoint_id, size) in done
+                skip = skip or (route.endpoint_id, bucket_for(size)) in recent
+                if fits and not skip:
                     targets.append(ProbeTarget(slug, route, size))
     return targets
 
@@ -156,23 +191,26 @@ async def _probe(cycle: int, target: ProbeTarget, limit: asyncio.Semaphore) -> s
         return status
 
 
-async def probe_cycle(cycle: int | None = None, endpoint_id: int | None = None) -> dict[str, int]:
-    """Run (the rest of) one probe cycle, of every endpoint or of one; returns counts by
-    status. One endpoint's sizes run concurrently, so its run lasts about its slowest
-    probe (with confirmations), at most ``PROBE_TIMEOUT_S``."""
+async def probe_cycle(
+    cycle: int | None = None, endpoint_id: int | None = None, *, cold_only: bool = False
+) -> dict[str, int]:
+    """Run (the rest of) one probe cycle, of every endpoint or of one (only its cold
+    endpoints with ``cold_only``); returns counts by status. One endpoint's sizes run
+    concurrently, so its run lasts about its slowest probe (with confirmations), at most
+    ``PROBE_TIMEOUT_S``."""
     cycle = current_cycle() if cycle is None else cycle
-    targets = await db_call(probe_targets)(cycle, endpoint_id)
+    targets = await db_call(probe_targets)(cycle, endpoint_id, cold_only=cold_only)
     limit = asyncio.Semaphore(settings.UBERLLM["PROBE_CONCURRENCY"])
     statuses = await asyncio.gather(*(_probe(cycle, t, limit) for t in targets))
     return {status: statuses.count(status) for status in set(statuses)}
 
 
 async def probe_cycle_once(
-    cycle: int | None = None, endpoint_id: int | None = None
+    cycle: int | None = None, endpoint_id: int | None = None, *, cold_only: bool = False
 ) -> dict[str, int]:
     """``probe_cycle`` on a loop of its own (a Celery task): cleans up before it ends."""
     try:
-        return await probe_cycle(cycle, endpoint_id)
+        return await probe_cycle(cycle, endpoint_id, cold_only=cold_only)
     finally:
         await drain_background()
         await close_client()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 
 # A per-endpoint probe task ends within PROBE_TIMEOUT_S (the probes' own timeout) plus
@@ -45,6 +46,21 @@ def prune_history_task() -> dict[str, int]:
     from .services import history_prune
 
     return history_prune()
+
+
+@shared_task(name="routing.probe_cold_endpoints")
+def probe_cold_endpoints_task() -> dict[str, int]:
+    """Cold start (issue 10): probe, at once, endpoints without any speed data (new,
+    re-enabled, or all of them after ``make run``), below 8k too. Beat: every minute;
+    also sent when a worker is ready."""
+    from .probes import probe_cycle_once
+
+    return asyncio.run(probe_cycle_once(cold_only=True))
+
+
+@worker_ready.connect
+def _probe_cold_endpoints_at_start(**_: object) -> None:
+    probe_cold_endpoints_task.delay()
 
 
 @shared_task(name="routing.hedge_budget_open_day")

@@ -347,6 +347,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 30.0,
         "options": {"expires": 30.0},
     },
+    # Cold start (issue 10): endpoints without speed data are probed within a minute.
+    "probe-cold-endpoints": {
+        "task": "routing.probe_cold_endpoints",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
     # Ledger: close rows a crashed gateway process left pending.
     "activity-reconcile": {
         "task": "billing.activity_reconcile",

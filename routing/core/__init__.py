@@ -20,6 +20,7 @@ from .retry import (
     marks_unusable,
 )
 from .speed import SpeedBook, SpeedSample, SpeedSummary, SpeedWindow, summarise, typical_ttft
+from .timeouts import first_token_timeout_s
 from .tokens import OutputEstimator, TokenEstimator
 from .types import (
     BUCKETS,
@@ -61,6 +62,7 @@ __all__ = [
     "bucket_for",
     "budget_day",
     "classify_failure",
+    "first_token_timeout_s",
     "hedge_partner",
     "hedge_policy",
     "is_retryable",

@@ -27,9 +27,12 @@ DEFAULT_TUNING = SmartTuning()
 class Candidate:
     """One filtered endpoint with this request's cost and its speed in the bucket.
 
-    ``typical`` is None when the endpoint has fewer than ``min_samples`` samples in the
-    bucket (too little data). ``price_eligible`` is the R2.9 test. ``fast_enough`` is
-    set by smart.mark_fast_enough().
+    ``typical`` is the typical TTFT this request should see there (its cached or
+    uncached window), None when the endpoint has too little data in the bucket.
+    ``judged`` is what R2.4 compares: ``typical``, or for a conversation the mean over
+    this turn and its expected follow-up turns (cached there). ``price_eligible`` is the
+    R2.9 test. ``fast_enough`` is set by smart.mark_fast_enough(). ``stale``: the window
+    ``typical`` came from has no recent sample (R2.6 explores it).
     """
 
     __slots__ = (
@@ -37,8 +40,12 @@ class Candidate:
         "endpoint",
         "endpoint_id",
         "fast_enough",
+        "judged",
         "price_eligible",
+        "prior",
         "slug",
+        "stale",
+        "thin",
         "throughput",
         "typical",
         "usable",
@@ -52,16 +59,21 @@ class Candidate:
         throughput: float | None,
         usable: bool,
         price_eligible: bool,
+        judged: float | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.endpoint_id = endpoint.endpoint_id
         self.slug = endpoint.provider_slug
         self.cost = cost
         self.typical = typical
+        self.judged = typical if judged is None else judged
         self.throughput = throughput
         self.usable = usable
         self.price_eligible = price_eligible
         self.fast_enough = False
+        self.stale = False  # its speed data is old (SpeedSummary.stale_keys): explore it
+        self.thin = typical is None  # fewer than min_samples samples: explore it
+        self.prior = False  # ``typical`` is the model's typical value (O8), not its own
 
     def __repr__(self) -> str:
         return (

@@ -1,6 +1,9 @@
 """Unusable endpoints (R2.7): an endpoint that refuses a call is skipped, then tried
 again within 15 minutes.
 
+Which failures mark is decided by ``Reliability`` (below): a run of failures, a failure
+at an endpoint without many recent successes, or a failure rate far above its peers'.
+
 The window grows with consecutive refusals: ``first_window_s`` after the first, doubling
 with each further refusal, never more than ``max_window_s`` (15 minutes); a call the
 endpoint serves ends the streak. A provider that sheds load with a 429 at its peaks is
@@ -89,3 +92,107 @@ class UnusableMarks:
         """The given endpoints minus those marked unusable at ``now``."""
         unusable = self.unusable_ids(now)
         return frozenset(eid for eid in endpoint_ids if eid not in unusable)
+
+
+# --- reliability as a rate (issue 10, weakness 2) -----------------------------------------
+HALF_LIFE_S = 60.0
+CONSECUTIVE_FAILURES = 3
+MANY_SUCCESSES = 10.0
+RATE_FLOOR = 0.25
+PEER_FACTOR = 4.0
+
+
+class _Tally:
+    """Exponentially decayed counts of served and failed calls, and the current run of
+    consecutive failures."""
+
+    __slots__ = ("failed", "ok", "streak", "t")
+
+    def __init__(self, t: float) -> None:
+        self.ok = 0.0
+        self.failed = 0.0
+        self.streak = 0
+        self.t = t
+
+    def decay(self, now: float, half_life_s: float) -> None:
+        if now > self.t:
+            factor = 0.5 ** ((now - self.t) / half_life_s)
+            self.ok *= factor
+            self.failed *= factor
+            self.t = now
+
+
+class Reliability:
+    """Recent error rates per endpoint, and when a failure should mark it (R2.7).
+
+    At volume, marking on any single 5xx/429 empties the pool (at 30 req/s nearly every
+    endpoint was marked much of the time). A failure marks the endpoint when:
+
+    - it is the ``consecutive``-th failure in a row (a provider that is really refusing:
+      R2.7 keeps its meaning), or
+    - it is not among many successes (decayed served calls < ``many_successes``): at low
+      volume one refusal still marks, as before, or
+    - the endpoint's recent failure rate is at least ``rate_floor`` and ``peer_factor``
+      times its peers' pooled rate ("far worse than its peers", O4).
+
+    Counts decay with ``half_life_s``. Failures are refusals before the first token and
+    streams cut after it (a provider cutting every stream after 3 tokens is demoted).
+    """
+
+    def __init__(
+        self,
+        half_life_s: float = HALF_LIFE_S,
+        consecutive: int = CONSECUTIVE_FAILURES,
+        many_successes: float = MANY_SUCCESSES,
+        rate_floor: float = RATE_FLOOR,
+        peer_factor: float = PEER_FACTOR,
+    ) -> None:
+        self.half_life_s = half_life_s
+        self.consecutive = consecutive
+        self.many_successes = many_successes
+        self.rate_floor = rate_floor
+        self.peer_factor = peer_factor
+        self._tallies: dict[int, _Tally] = {}
+
+    def _tally(self, endpoint_id: int, now: float) -> _Tally:
+        tally = self._tallies.get(endpoint_id)
+        if tally is None:
+            tally = self._tallies[endpoint_id] = _Tally(now)
+        tally.decay(now, self.half_life_s)
+        return tally
+
+    def served(self, endpoint_id: int, now: float) -> None:
+        tally = self._tally(endpoint_id, now)
+        tally.ok += 1.0
+        tally.streak = 0
+
+    def failed(self, endpoint_id: int, now: float, peers: Iterable[int] = ()) -> bool:
+        """Count a failure; True when it should mark the endpoint unusable."""
+        tally = self._tally(endpoint_id, now)
+        tally.failed += 1.0
+        tally.streak += 1
+        if tally.streak >= self.consecutive or tally.ok < self.many_successes:
+            return True
+        rate = tally.failed / (tally.ok + tally.failed)
+        return rate >= self.rate_floor and rate >= self.peer_factor * self.peer_rate(
+            endpoint_id, peers, now
+        )
+
+    def failure_rate(self, endpoint_id: int, now: float) -> float:
+        tally = self._tallies.get(endpoint_id)
+        if tally is None:
+            return 0.0
+        tally.decay(now, self.half_life_s)
+        total = tally.ok + tally.failed
+        return tally.failed / total if total > 0 else 0.0
+
+    def peer_rate(self, endpoint_id: int, peers: Iterable[int], now: float) -> float:
+        """The pooled recent failure rate of the other endpoints in ``peers``."""
+        ok = failed = 0.0
+        for peer in peers:
+            tally = self._tallies.get(peer)
+            if peer == endpoint_id or tally is None:
+                continue
+            tally.decay(now, self.half_life_s)
+            ok, failed = ok + tally.ok, failed + tally.failed
+        return failed / (ok + failed) if ok + failed > 0 else 0.0

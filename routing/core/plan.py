@@ -17,8 +17,9 @@ from .filters import filter_endpoints
 from .options import RoutingOptions
 from .pricing import list_price_cost, request_cost
 from .smart import mark_fast_enough, rank_smart, with_exploration
-from .speed import SpeedSummary
+from .speed import SpeedSummary, mostly_cached, speed_bucket
 from .types import (
+    BUCKETS,
     Bucket,
     EndpointInfo,
     ModelInfo,
@@ -30,6 +31,7 @@ from .types import (
 )
 
 LAST_RESORT = "last resort: marked unusable"
+SMALLER_BUCKET_FACTOR = 2.0  # a cached turn one bucket up: at most twice as long
 
 
 def _costs(endpoints: Sequence[EndpointInfo], features: RequestFeatures) -> dict[int, float]:
@@ -79,6 +81,50 @@ def dear_price_limit(
     return (1.0 - tuning.dear_min_discount) * list_cost
 
 
+def expected_ttft(
+    speed: SpeedSummary, endpoint_id: int, bucket: str, cached: bool, min_samples: int
+) -> float | None:
+    """The typical TTFT this request should see at the endpoint: the cached window when
+    most of its prompt is a cache read there and that window has ``min_samples``; else
+    (cached) twice the cached typical one bucket down when that is lower than the
+    uncached one; else the uncached one (an upper bound: a cache read never prefills
+    slower) as soon as it has a sample, else a thin cached window; None without any."""
+    return _estimate(speed, endpoint_id, bucket, cached, min_samples)[0]
+
+
+def _estimate(
+    speed: SpeedSummary, endpoint_id: int, bucket: str, cached: bool, min_samples: int
+) -> tuple[float | None, tuple[int, str] | None, int]:
+    """expected_ttft(), the key of the window it came from and that window's samples."""
+    counts, typicals = speed.count_by_key, speed.typical_by_key
+    plain = (endpoint_id, bucket)
+    if cached:
+        key = (endpoint_id, speed_bucket(bucket, True))
+        count = counts.get(key, 0)
+        if count >= min_samples or (count and not counts.get(plain, 0)):
+            return typicals[key], key, count
+        smaller = _smaller_cached(speed, endpoint_id, bucket, min_samples)
+        if smaller is not None and (
+            not counts.get(plain, 0) or smaller < typicals[plain]
+        ):  # few agent turns reach >128k: twice the cached typical one bucket down
+            return smaller, key, count
+    count = counts.get(plain, 0)
+    return (typicals[plain], plain, count) if count else (None, None, 0)
+
+
+def _smaller_cached(
+    speed: SpeedSummary, endpoint_id: int, bucket: str, min_samples: int
+) -> float | None:
+    """2x the cached typical of the next smaller bucket, if it has enough samples."""
+    index = BUCKETS.index(bucket)  # type: ignore[arg-type]
+    if index == 0:
+        return None
+    key = (endpoint_id, speed_bucket(BUCKETS[index - 1], True))
+    if speed.count_by_key.get(key, 0) < min_samples:
+        return None
+    return SMALLER_BUCKET_FACTOR * speed.typical_by_key[key]
+
+
 def _candidates(
     model: ModelInfo,
     eligible: list[EndpointInfo],
@@ -91,28 +137,55 @@ def _candidates(
     tuning: SmartTuning,
 ) -> list[Candidate]:
     usual = usual_price(costs)
-    counts, typicals = speed.count_by_key, speed.typical_by_key
     throughputs, cached = speed.throughput_by_endpoint, features.cached_tokens
+    prompt, stale_keys = features.prompt_tokens, speed.stale_keys
+    followups = features.expected_followup_turns
     candidates = []
     for endpoint in eligible:
         endpoint_id = endpoint.endpoint_id
-        key = (endpoint_id, bucket)
-        typical = typicals.get(key) if counts.get(key, 0) >= min_samples else None
+        is_cached = mostly_cached(cached.get(endpoint_id, 0), prompt)
+        typical, key, count = _estimate(speed, endpoint_id, bucket, is_cached, min_samples)
+        judged, later_count = typical, min_samples
+        if followups and typical is not None:
+            later = expected_ttft(speed, endpoint_id, bucket, True, min_samples) or typical
+            later_count = speed.count(endpoint_id, speed_bucket(bucket, True))
+            judged = (typical + followups * later) / (1 + followups)
         cost = costs[endpoint_id]
         price_eligible = cost <= usual or cost <= dear_price_limit(
             model, features, cached.get(endpoint_id, 0), tuning
         )
-        candidates.append(
-            Candidate(
-                endpoint,
-                cost,
-                typical,
-                throughputs.get(endpoint_id),
-                endpoint_id not in unusable,
-                price_eligible,
-            )
+        candidate = Candidate(
+            endpoint,
+            cost,
+            typical,
+            throughputs.get(endpoint_id),
+            endpoint_id not in unusable,
+            price_eligible,
+            judged,
         )
+        candidate.stale = key in stale_keys
+        # thin: too little data for this turn, or (a conversation) for its follow-up
+        # turns, cache reads there: explored, else a provider whose cached prefill is fast
+        # would never get the conversations that would show it
+        candidate.thin = count < min_samples or later_count < min_samples
+        candidates.append(candidate)
     return candidates
+
+
+def apply_model_prior(candidates: list[Candidate]) -> None:
+    """O8: an endpoint without a sample in the bucket starts from the model's typical
+    numbers (the median of the measured endpoints' estimates, marked ones included), so
+    a new or re-priced endpoint competes at once; it is explored like thin data and its
+    own samples replace the prior as they come. Without any measured endpoint nothing
+    changes (R2.8: the cheapest)."""
+    measured = [c.judged for c in candidates if c.judged is not None]
+    if not measured:
+        return
+    prior = median(measured)
+    for candidate in candidates:
+        if candidate.typical is None:
+            candidate.typical = candidate.judged = prior
+            candidate.prior = True
 
 
 def _rank(
@@ -150,7 +223,8 @@ def plan_route(
 
     ``unusable`` holds endpoint ids marked unusable now (R2.7); they go last. An
     endpoint with fewer than ``min_samples`` TTFT samples in the request's bucket has
-    "too little data". Raises RoutingError 400 (unknown provider slug) or 404 (no
+    "too little data": its samples count (from the first one), and it is explored.
+    Raises RoutingError 400 (unknown provider slug) or 404 (no
     endpoint passes the filters; the message says which filter).
     """
     bucket = bucket_for(features.prompt_tokens)
@@ -160,9 +234,11 @@ def plan_route(
     candidates = _candidates(
         model, eligible, features, bucket, costs, speed, unusable, min_samples, tuning
     )
+    if not options.is_customer_choice:
+        apply_model_prior(candidates)
     usable = [c for c in candidates if c.usable]
     marked = [c for c in candidates if not c.usable]
-    mark_fast_enough(usable, tuning)
+    mark_fast_enough(usable, tuning, reference=candidates)
     ranked = restrict_to_listed(_rank(usable, marked, options, rng, exploration_rate), options)
     if not ranked:
         raise RoutingError(
@@ -172,7 +248,10 @@ def plan_route(
             "and provider.allow_fallbacks is false",
         )
     choices = tuple(
-        RouteChoice(c.endpoint, reason, request_costs[c.endpoint_id], c.typical, c.fast_enough)
+        RouteChoice(
+            c.endpoint, reason, request_costs[c.endpoint_id],
+            None if c.prior else c.typical, c.fast_enough,
+        )
         for c, reason in ranked
-    )
+    )  # fmt: skip
     return RoutePlan(choices, bucket, "customer" if options.is_customer_choice else "smart")

@@ -13,6 +13,9 @@ a majority rule, a provider stalling on 13% of calls had a quarter of its stalle
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import median
+
+from .types import EndpointInfo, ModelInfo
 
 SHIFT_FACTOR = 2.0
 CONFIRMATIONS = 2
@@ -33,3 +36,19 @@ def confirmed_shift(typical_s: float | None, ttfts_s: Sequence[float]) -> bool:
     """True when the probe and all its confirmations shifted in the same direction."""
     directions = {shift_direction(typical_s, ttft) for ttft in ttfts_s}
     return len(ttfts_s) > CONFIRMATIONS and len(directions) == 1 and 0 not in directions
+
+
+def worth_probing(
+    endpoint: EndpointInfo,
+    model: ModelInfo,
+    endpoints: Sequence[EndpointInfo],
+    dear_min_discount: float = 0.5,
+) -> bool:
+    """Probe economy (issue 10): a probe is an uncached prompt, so an endpoint whose
+    input price is above the model's usual one (the median over its endpoints) and not
+    at least ``dear_min_discount`` below the list price can never be picked for speed
+    for such a prompt (R2.9): probing it is money spent for nothing (the first party at
+    list price was most of the probe bill). Its real calls still measure it."""
+    usual = median(e.price_input for e in endpoints)
+    price = endpoint.price_input
+    return price <= usual or price <= (1.0 - dear_min_discount) * model.list_price_input

@@ -127,6 +127,7 @@ class Router(Protocol):
     def on_first_token(self, session: GatewaySession, leg: Leg, now: float) -> None: ...
     def on_failure(self, session: GatewaySession, leg: Leg, now: float) -> None: ...
     def on_success(self, session: GatewaySession, leg: Leg, now: float) -> None: ...
+    def on_cut(self, session: GatewaySession, leg: Leg, now: float) -> None: ...
 
 
 @dataclass(slots=True)
@@ -244,6 +245,7 @@ class GatewaySession:
             self.router.on_success(self, leg, now)
             return self._finish("success")
         if not retry:
+            self.router.on_cut(self, leg, now)  # a provider that cuts streams is demoted
             return self._finish("cut")
         self.winner, leg.served, self.ttft_at = None, False, None
         self.active.append(leg)

@@ -1,5 +1,5 @@
 """Smart routing (R2.3-R2.9): the cheapest endpoint that is fast enough for this
-prompt's size, with exploration of endpoints that have too little data."""
+prompt's size, with exploration of endpoints that have too little or stale data."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ CHEAPEST_FAST_ENOUGH = "cheapest fast enough"
 FASTEST_CHEAPER_TOO_SLOW = "fastest: cheaper ones too slow"
 NO_SPEED_DATA = "no speed data: cheapest"
 NO_SPEED_DATA_WITHIN_USUAL_PRICE = "no speed data within usual price: cheapest"
+FASTEST_USABLE = "fastest usable: the fast ones are marked unusable"
+CHEAPEST_BY_MODEL_TYPICAL = "cheapest fast enough by the model's typical speed (no data yet)"
 EXPLORATION = "exploration"
 FALLBACK_FAST_ENOUGH = "fallback: fast enough"
 FALLBACK_TOO_SLOW = "fallback: too slow"
@@ -18,16 +20,29 @@ FALLBACK_NO_SPEED_DATA = "fallback: no speed data"
 FALLBACK_ABOVE_USUAL_PRICE = "fallback: above usual price"
 
 
-def mark_fast_enough(candidates: list[Candidate], tuning: SmartTuning = DEFAULT_TUNING) -> None:
+def mark_fast_enough(
+    candidates: list[Candidate],
+    tuning: SmartTuning = DEFAULT_TUNING,
+    reference: list[Candidate] | None = None,
+) -> None:
     """R2.4 over the endpoints that may be picked for speed (measured and R2.9 eligible):
-    fast enough = typical <= ratio x the fastest of them, or under the absolute bound."""
-    measured = [c.typical for c in candidates if c.typical is not None and c.price_eligible]
+    fast enough = judged TTFT <= ratio x the fastest of them, or under the absolute bound.
+
+    The judged TTFT of a conversation's turn includes its expected follow-up turns (cache
+    reads where it is served now), as its price does: a provider whose cache reads are
+    fast is fast enough for agent turns even if this one turn would be uncached there.
+
+    The fastest is taken over ``reference`` (default: ``candidates``); the plan passes
+    every endpoint, the ones marked unusable included: a 30 s outage of the best one
+    must not make a 15 s endpoint "fast enough" for long prompts."""
+    pool = candidates if reference is None else reference
+    measured = [c.judged for c in pool if c.judged is not None and c.price_eligible]
     if not measured:
         return
     slowest_fast_enough = tuning.fast_enough_ratio * min(measured)
     under_s = tuning.fast_enough_under_s
     for candidate in candidates:
-        typical = candidate.typical
+        typical = candidate.judged
         candidate.fast_enough = (
             typical is not None
             and candidate.price_eligible
@@ -36,7 +51,7 @@ def mark_fast_enough(candidates: list[Candidate], tuning: SmartTuning = DEFAULT_
 
 
 def _fallback_key(candidate: Candidate) -> tuple[bool, bool, float, float, int]:
-    typical = candidate.typical
+    typical = candidate.judged
     return (
         not candidate.price_eligible,
         typical is None,
@@ -53,9 +68,11 @@ def _fallback_reason(candidate: Candidate) -> str:
 
 
 def _first_reason(first: Candidate, candidates: list[Candidate]) -> str:
-    fastest = min(c.typical for c in candidates if c.fast_enough and c.typical is not None)
-    cheaper_measured = any(c.cost < first.cost and c.typical is not None for c in candidates)
-    if first.typical == fastest and cheaper_measured:
+    if first.prior:
+        return CHEAPEST_BY_MODEL_TYPICAL
+    fastest = min(c.judged for c in candidates if c.fast_enough and c.judged is not None)
+    cheaper_measured = any(c.cost < first.cost and c.judged is not None for c in candidates)
+    if first.judged == fastest and cheaper_measured:
         return FASTEST_CHEAPER_TOO_SLOW
     return CHEAPEST_FAST_ENOUGH
 
@@ -63,7 +80,8 @@ def _first_reason(first: Candidate, candidates: list[Candidate]) -> str:
 def rank_smart(candidates: list[Candidate]) -> Ranked:
     """Order usable candidates (fast_enough already marked), every one exactly once.
 
-    1. cheapest fast-enough endpoint; without any, the cheapest endpoint (R2.8);
+    1. cheapest fast-enough endpoint; without any (the fast ones are marked) the fastest
+       measured one; without speed data, the cheapest endpoint (R2.8);
     2. the other fast-enough endpoints, cheapest first;
     3. the rest: price-eligible before dearer-than-usual, measured before unmeasured,
        then by typical TTFT, then by cost.
@@ -76,6 +94,10 @@ def rank_smart(candidates: list[Candidate]) -> Ranked:
         ranked: Ranked = [(fast[0], _first_reason(fast[0], candidates))]
         ranked += [(c, FALLBACK_FAST_ENOUGH) for c in fast[1:]]
         slow = [c for c in by_cost if not c.fast_enough]
+    elif any(c.judged is not None and c.price_eligible for c in candidates):
+        # measured, but none fast enough: the fast ones are marked unusable for now
+        slow = sorted(candidates, key=_fallback_key)
+        ranked = [(slow.pop(0), FASTEST_USABLE)]
     else:
         any_measured = any(c.typical is not None for c in candidates)
         reason = NO_SPEED_DATA_WITHIN_USUAL_PRICE if any_measured else NO_SPEED_DATA
@@ -88,14 +110,15 @@ def rank_smart(candidates: list[Candidate]) -> Ranked:
 
 def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float) -> Ranked:
     """R2.6: with probability ``exploration_rate`` put first a random price-eligible
-    endpoint with too little data in this bucket (other than the normal first choice).
+    endpoint with too little data in this bucket, or whose data is stale (no recent
+    sample), other than the normal first choice.
 
     The rng is only drawn from when such an endpoint exists.
     """
     if exploration_rate <= 0 or len(ranked) < 2:
         return ranked
     first = ranked[0][0]
-    pool = [c for c, _ in ranked[1:] if c.typical is None and c.price_eligible]
+    pool = [c for c, _ in ranked[1:] if (c.thin or c.stale) and c.price_eligible]
     if not pool or rng.random() >= exploration_rate:
         return ranked
     explored = pool[rng.randrange(len(pool))]

@@ -21,16 +21,34 @@ OUTLIER_WEIGHT = 0.25
 DEFAULT_WINDOW = 50
 _EPSILON = 1e-12
 
-SpeedKey = tuple[int, str]  # (endpoint_id, bucket)
+SpeedKey = tuple[int, str]  # (endpoint_id, bucket or bucket + CACHED_SUFFIX)
+
+# A call whose prompt was mostly a cache read is timed in a window of its own: cached
+# prefill is 10-20x faster at real providers, so one window mixing first turns and
+# probes (never cached) with agent turns (~90% cached) describes neither.
+CACHED_SUFFIX = "+cached"
+MOSTLY_CACHED_SHARE = 0.5
+
+
+def mostly_cached(cached_tokens: int, prompt_tokens: int) -> bool:
+    """True when at least half of the prompt is (expected to be) a cache read."""
+    return prompt_tokens > 0 and cached_tokens >= MOSTLY_CACHED_SHARE * prompt_tokens
+
+
+def speed_bucket(bucket: str, cached: bool) -> str:
+    """The window name of a bucket for mostly cached (``cached``) or uncached calls."""
+    return bucket + CACHED_SUFFIX if cached else bucket
 
 
 @dataclass(frozen=True, slots=True)
 class SpeedSample:
-    """One measured call: ``t`` = when (clock seconds), ``ttft_s`` = time to first token."""
+    """One measured call: ``t`` = when (clock seconds), ``ttft_s`` = time to first token,
+    ``cached``: most of its prompt was a cache read (it goes to the cached window)."""
 
     t: float
     ttft_s: float
     is_probe: bool = False
+    cached: bool = False
 
 
 def weighted_median(sorted_values: list[float], weights: list[float]) -> float:
@@ -88,6 +106,10 @@ class SpeedWindow:
     def samples(self) -> tuple[SpeedSample, ...]:
         return tuple(self._samples)
 
+    def newest_t(self) -> float:
+        """Time of the newest sample (the window must not be empty)."""
+        return self._samples[-1].t
+
     def typical_ttft(self, now: float | None = None) -> float | None:
         if now is not None:
             self.expire(now)
@@ -100,11 +122,20 @@ class SpeedWindow:
 @dataclass(frozen=True, slots=True)
 class SpeedSummary:
     """Precomputed typical TTFT and sample counts per (endpoint_id, bucket), and
-    optional throughput (output tokens/s) per endpoint. Read-only; cheap to query."""
+    optional throughput (output tokens/s) per endpoint. Read-only; cheap to query.
+
+    Keys name the uncached window (``"32k-128k"``) or the cached one
+    (``"32k-128k+cached"``, see ``speed_bucket``). ``newest_by_key``: clock time of each
+    window's newest sample (missing when unknown). ``stale_keys``: windows whose newest
+    sample was older than the stale age when the summary was made (R2.6 explores them:
+    an endpoint that got faster where no probe and no real traffic goes is noticed).
+    """
 
     typical_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
     count_by_key: Mapping[SpeedKey, int] = field(default_factory=dict)
     throughput_by_endpoint: Mapping[int, float] = field(default_factory=dict)
+    newest_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
+    stale_keys: frozenset[SpeedKey] = frozenset()
 
     def typical(self, endpoint_id: int, bucket: str) -> float | None:
         return self.typical_by_key.get((endpoint_id, bucket))
@@ -112,19 +143,27 @@ class SpeedSummary:
     def count(self, endpoint_id: int, bucket: str) -> int:
         return self.count_by_key.get((endpoint_id, bucket), 0)
 
+    def newest(self, endpoint_id: int, bucket: str) -> float | None:
+        return self.newest_by_key.get((endpoint_id, bucket))
+
     def throughput(self, endpoint_id: int) -> float | None:
         return self.throughput_by_endpoint.get(endpoint_id)
 
 
-def _ttft_values(samples: Iterable[float | SpeedSample], oldest_kept: float | None) -> list[float]:
+def _ttft_values(
+    samples: Iterable[float | SpeedSample], oldest_kept: float | None
+) -> tuple[list[float], float | None]:
+    """The kept TTFTs and the time of the newest kept SpeedSample (None: no times)."""
     values: list[float] = []
+    newest: float | None = None
     for sample in samples:
         if isinstance(sample, SpeedSample):
             if oldest_kept is None or sample.t >= oldest_kept:
                 values.append(sample.ttft_s)
+                newest = sample.t if newest is None else max(newest, sample.t)
         else:
             values.append(float(sample))
-    return values
+    return values, newest
 
 
 def summarise(
@@ -133,44 +172,81 @@ def summarise(
     *,
     now: float | None = None,
     max_age_s: float | None = None,
+    stale_after_s: float | None = None,
 ) -> SpeedSummary:
     """Build a SpeedSummary from raw samples (TTFT seconds or SpeedSample).
 
     With ``now`` and ``max_age_s``, SpeedSample entries older than max_age_s are
-    ignored (plain floats carry no time and are always kept).
+    ignored (plain floats carry no time and are always kept). With ``now`` and
+    ``stale_after_s``, keys whose newest sample is older than that are ``stale_keys``.
     """
     oldest_kept = None if now is None or max_age_s is None else now - max_age_s
     typical_by_key: dict[SpeedKey, float] = {}
     count_by_key: dict[SpeedKey, int] = {}
+    newest_by_key: dict[SpeedKey, float] = {}
     for key, samples in samples_by_key.items():
-        values = _ttft_values(samples, oldest_kept)
+        values, newest = _ttft_values(samples, oldest_kept)
         typical = typical_ttft(values)
         if typical is not None:
             typical_by_key[key] = typical
             count_by_key[key] = len(values)
-    return SpeedSummary(typical_by_key, count_by_key, dict(throughput_by_endpoint or {}))
+            if newest is not None:
+                newest_by_key[key] = newest
+    throughput = dict(throughput_by_endpoint or {})
+    stale = stale_since(newest_by_key, now, stale_after_s)
+    return SpeedSummary(typical_by_key, count_by_key, throughput, newest_by_key, stale)
+
+
+def stale_since(
+    newest_by_key: Mapping[SpeedKey, float], now: float | None, stale_after_s: float | None
+) -> frozenset[SpeedKey]:
+    """Keys whose newest sample is more than ``stale_after_s`` old at ``now``."""
+    if now is None or stale_after_s is None:
+        return frozenset()
+    oldest_fresh = now - stale_after_s
+    return frozenset(key for key, newest in newest_by_key.items() if newest < oldest_fresh)
 
 
 class SpeedBook:
     """Mutable collection of windows (simulator / in-process cache) that keeps a
-    SpeedSummary up to date, recomputing only the keys that changed."""
+    SpeedSummary up to date, recomputing only the keys that changed.
 
-    def __init__(self, window_size: int = DEFAULT_WINDOW, max_age_s: float | None = None):
+    With ``stale_after_s``: a window whose newest sample is older than that is stale
+    (``SpeedSummary.stale_keys`` at ``summary(now)``), and a new sample after such a gap
+    restarts the window: what an endpoint did before a long silence no longer says what
+    it does now (an endpoint that got faster is judged by its new samples at once).
+    """
+
+    def __init__(
+        self,
+        window_size: int = DEFAULT_WINDOW,
+        max_age_s: float | None = None,
+        stale_after_s: float | None = None,
+    ):
         self.window_size = window_size
         self.max_age_s = max_age_s
+        self.stale_after_s = stale_after_s
+        self._stale: frozenset[SpeedKey] = frozenset()
         self._windows: dict[SpeedKey, SpeedWindow] = {}
         self._throughput: dict[int, deque[float]] = {}
         self._typical: dict[SpeedKey, float] = {}
         self._count: dict[SpeedKey, int] = {}
+        self._newest: dict[SpeedKey, float] = {}
         self._dirty: set[SpeedKey] = set()
         self._summary: SpeedSummary | None = None
 
     def record(self, endpoint_id: int, bucket: str, sample: SpeedSample) -> None:
-        key = (endpoint_id, bucket)
+        """Add a sample to the bucket's cached or uncached window (``sample.cached``)."""
+        key = (endpoint_id, speed_bucket(bucket, sample.cached))
         window = self._windows.get(key)
-        if window is None:
+        gap = self.stale_after_s
+        if window is None or (
+            gap is not None and len(window) and sample.t - window.newest_t() > gap
+        ):
             window = self._windows[key] = SpeedWindow(self.window_size, self.max_age_s)
         window.add(sample)
+        if key in self._stale:
+            self._stale = self._stale - {key}
         self._dirty.add(key)
         self._summary = None
 
@@ -188,7 +264,8 @@ class SpeedBook:
         self._summary = None
 
     def summary(self, now: float | None = None) -> SpeedSummary:
-        """Current summary; with ``now``, expired samples are dropped first."""
+        """Current summary; with ``now``, expired samples are dropped first and the stale
+        keys are found again."""
         if now is not None:
             for key, window in self._windows.items():
                 if window.expire(now):
@@ -197,9 +274,16 @@ class SpeedBook:
             self._recompute(self._dirty)
             self._dirty = set()
             self._summary = None
+        if now is not None and self.stale_after_s is not None:
+            stale = stale_since(self._newest, now, self.stale_after_s)
+            if stale != self._stale:
+                self._stale, self._summary = stale, None
         if self._summary is None:
             throughput = {eid: median(w) for eid, w in self._throughput.items() if w}
-            self._summary = SpeedSummary(dict(self._typical), dict(self._count), throughput)
+            self._summary = SpeedSummary(
+                dict(self._typical), dict(self._count), throughput, dict(self._newest),
+                self._stale,
+            )  # fmt: skip
         return self._summary
 
     def _recompute(self, keys: Iterable[SpeedKey]) -> None:
@@ -209,6 +293,8 @@ class SpeedBook:
             if typical is None:
                 self._typical.pop(key, None)
                 self._count.pop(key, None)
+                self._newest.pop(key, None)
             else:
                 self._typical[key] = typical
                 self._count[key] = len(window)
+                self._newest[key] = window.newest_t()

@@ -21,6 +21,7 @@ from billing.auth import KeyPrincipal, authenticate
 from billing.limits import key_over_monthly_limit
 
 from ..catalog import CatalogModel, EndpointRoute, catalog_cache
+from ..core.followups import FollowupEstimator
 from ..core.options import RoutingOptions
 from ..core.plan import plan_route
 from ..core.prefix import PrefixHashes, prefix_hashes
@@ -30,6 +31,7 @@ from ..memory import memory, refresher
 from ..request import ChatRequest, parse_chat_request
 
 _rng = random.Random()
+followups = FollowupEstimator()  # per process; learns within a few conversations
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +71,17 @@ async def require_key(authorization: str | None) -> KeyPrincipal:
     return principal
 
 
-def followup_turns(chat: ChatRequest) -> float:
+def followup_turns(chat: ChatRequest, model_slug: str) -> float:
     """A conversation (it already holds a reply) is expected to go on: its next turns
-    resend this prompt, as cache reads where it is served now."""
-    if any(m.get("role") in ("assistant", "tool") for m in chat.messages):
-        return settings.UBERLLM["FOLLOWUP_TURNS"]
-    return 0.0
+    resend this prompt, as cache reads where it is served now. How many is learnt per
+    model from the turn index of the conversations seen (routing.core.followups), never
+    below ``FOLLOWUP_TURNS``."""
+    earlier = sum(1 for m in chat.messages if m.get("role") == "assistant")
+    if not earlier and not any(m.get("role") == "tool" for m in chat.messages):
+        return 0.0
+    followups.minimum = settings.UBERLLM["FOLLOWUP_TURNS"]
+    followups.observe(model_slug, max(1, earlier))
+    return followups.expected(model_slug)
 
 
 def _options(chat: ChatRequest) -> RoutingOptions:
@@ -120,7 +127,7 @@ def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dic
         cached_tokens=cached,
         required_parameters=required_parameters(chat, options),
         stream=chat.stream,
-        expected_followup_turns=followup_turns(chat),
+        expected_followup_turns=followup_turns(chat, slug),
     )
     try:
         plan = plan_route(

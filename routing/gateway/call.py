@@ -39,6 +39,7 @@ from ..core.session import (
     Serve,
     StartTimer,
 )  # fmt: skip
+from ..core.timeouts import first_token_timeout_s
 from ..errors import GatewayError
 from .accept import Accepted
 from .assemble import CompletionAssembler
@@ -222,8 +223,13 @@ class LiveCall:
         raises UpstreamError, always with the stream closed."""
         accepted, route = self.accepted, attempt.route
         call = UpstreamCall(route.url, accepted.upstream_body(route), route.authorization)
+        # A hanging provider costs a few times its typical TTFT, not the flat timeout.
+        timeout_s = first_token_timeout_s(
+            self.router.choice(route.endpoint_id),
+            default_s=settings.UBERLLM["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"],
+        )
         try:
-            async with asyncio.timeout(settings.UBERLLM["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"]):
+            async with asyncio.timeout(timeout_s):
                 attempt.stream = await open_stream(call)
                 await _first_token(attempt)
         except TimeoutError:

@@ -3,7 +3,10 @@
 routing memory at once, shared with the other processes through the outbox.
 
 What a call teaches (the simulator's smart strategy learns the same):
-- a failure that marks (R2.7, ``classify_failure``) makes the endpoint unusable;
+- a failure that marks (R2.7, ``classify_failure``) counts in the endpoint's recent
+  error rate (``memory.health``) and makes it unusable when ``Reliability`` says so (a
+  run of failures, low volume, or a rate far above its peers'); a stream the provider cut
+  after its first token counts the same way (``on_cut``);
 - a served call that ended whole gives a TTFT sample (R2.1) of the serving attempt, its
   throughput, ends the endpoint's streak of refusals, remembers the prompt's prefixes at
   that endpoint (R2.3) and calibrates the token estimates. A stream cut by its provider
@@ -25,6 +28,7 @@ from ..catalog import EndpointRoute
 from ..core.hedge import NO_HEDGE, HedgeDecision, hedge_partner, hedge_policy
 from ..core.retry import RetryPolicy, classify_failure
 from ..core.session import GatewaySession, Leg, Step
+from ..core.speed import mostly_cached
 from ..core.types import RouteChoice, bucket_for
 from ..memory import memory
 from ..models import SpeedSample
@@ -120,17 +124,29 @@ class LiveRouter:
         kind, status = _core_kind(leg.kind, leg.status)
         verdict = classify_failure(status, kind)
         if verdict.mark_unusable:
-            until, strikes = memory.mark(leg.endpoint_id, time.time())
-            keep = until - time.time() + settings.UBERLLM["UNUSABLE_WINDOW_S"]
-            mark_writer.put(MarkLesson(leg.endpoint_id, until, strikes, keep))
+            self._count_failure(leg.endpoint_id)
         if not verdict.retry:
             self.stopped = True
+
+    def on_cut(self, session: GatewaySession, leg: Leg, now: float) -> None:
+        """The provider cut the stream after its first token: a failure (its TTFT is no
+        healthy sample, and none is recorded). To be called by the session when a served
+        leg ends incomplete."""
+        self._count_failure(leg.endpoint_id)
+
+    def _count_failure(self, endpoint_id: int) -> None:
+        now = time.time()
+        if memory.health.failed(endpoint_id, now, self.accepted.model.by_id):
+            until, strikes = memory.mark(endpoint_id, now)
+            keep = until - now + settings.UBERLLM["UNUSABLE_WINDOW_S"]
+            mark_writer.put(MarkLesson(endpoint_id, until, strikes, keep))
 
     def on_success(self, session: GatewaySession, leg: Leg, now: float) -> None:
         """``leg.data`` is the shell's attempt record (ttft_ms, duration_ms, usage)."""
         attempt, accepted = leg.data, self.accepted
         slug = accepted.model.info.slug
-        prompt, _, completion, estimated = attempt.usage_numbers(accepted)
+        prompt, cached, completion, estimated = attempt.usage_numbers(accepted)
+        memory.health.served(leg.endpoint_id, time.time())
         if memory.served(leg.endpoint_id):
             mark_writer.put(MarkLesson(leg.endpoint_id, 0.0, 0, 1.0))
         if attempt.ttft_ms is not None:
@@ -140,6 +156,7 @@ class LiveRouter:
             sample_writer.put(SpeedSample(
                 endpoint_id=leg.endpoint_id, bucket=bucket, ttft_ms=attempt.ttft_ms,
                 prompt_tokens=prompt, output_tokens_per_s=tps,
+                cached=mostly_cached(cached, prompt or accepted.prompt_tokens_estimate),
             ))  # fmt: skip
         if not estimated:
             memory.tokens.observe(slug, accepted.raw_prompt_tokens, prompt)

@@ -48,6 +48,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "followup_turns": 2.0,
     "speed_window_size": 50,
     "speed_max_age_s": 6 * 3600.0,
+    "speed_stale_after_s": 600.0,
 }
 
 

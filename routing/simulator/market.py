@@ -14,6 +14,7 @@ emulator's formula); a first token later than the timeout is a ``timeout`` failu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from routing.core import EndpointInfo
 
@@ -57,6 +58,9 @@ class Market:
     def __init__(self, scenario: Scenario, seed: int) -> None:
         self.seed = seed
         self.timeout_s = float(scenario.gateway["first_token_timeout_s"])
+        # A strategy may set a per-attempt first-token timeout: (request, endpoint id) ->
+        # seconds, or None for the flat one (smart: routing.core.first_token_timeout_s).
+        self.timeout_for: Callable[[SimRequest, int], float | None] | None = None
         self.endpoints: list[EndpointState] = [None]  # type: ignore[list-item]
         self.by_model: list[list[EndpointState]] = []
         for model in scenario.models:
@@ -133,8 +137,11 @@ class Market:
             return (HTTP, 500, s.error_delay_s, 0)
         cached = self.cached_tokens(endpoint_id, request, now) if u[2] < s.cache_hit_rate else 0
         ttft = self.ttft(s, request.prompt_tokens, cached, u[3], u[4], u[5], u[6])
-        if ttft > self.timeout_s:
-            return (TIMEOUT, None, self.timeout_s, 0)
+        timeout = self.timeout_s
+        if self.timeout_for is not None:
+            timeout = self.timeout_for(request, endpoint_id) or timeout
+        if ttft > timeout:
+            return (TIMEOUT, None, timeout, 0)
         return (OK, None, ttft, cached)
 
     @staticmethod

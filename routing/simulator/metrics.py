@@ -4,6 +4,7 @@ Times are simulated seconds measured from the request's arrival: ``ttft`` to the
 token the customer gets (retries and hedges included), ``whole`` to the last token.
 Costs are USD: ``cost`` is what the customer is billed (the serving provider's bill,
 R6.1; $0 for a request that failed, R4.2); hedge losers and probes are platform cost.
+The headline ``total_cost_usd_per_1k_requests`` adds both: what routing really costs.
 """
 
 from __future__ import annotations
@@ -109,6 +110,10 @@ class Metrics:
             },
             "whole_request_s": _times([r[6] for r in served]),
             "cost_usd_per_1k_requests": _r(1000 * cost / n, 5),
+            # the headline: what customers paid plus platform spend (probes, hedge legs)
+            "total_cost_usd_per_1k_requests": _r(
+                1000 * (cost + self.hedge_spend + self.probe_spend) / n, 5
+            ),
             "cost_usd_per_1m_tokens": _r(1e6 * cost / tokens, 5),
             "long_streams": {
                 "n": len(long_streams),

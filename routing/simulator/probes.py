@@ -1,8 +1,10 @@
 """Probes (R5) on the virtual clock, as routing/probes.py runs them.
 
 At the start of every ``probe_period_s`` cycle: one max_tokens=1 call per endpoint and
-probe size that fits its context, with a fresh (uncached) prompt. When the live
-gateway's confirmation rule is available (routing.core.probe), a probe that disagrees
+probe size that fits its context (the sizes the strategy asks for: as routing/probes.py,
+smart skips a size whose bucket real uncached traffic measured during the last period,
+and adds a <8k probe for an endpoint without any data), with a fresh (uncached) prompt.
+When the live gateway's confirmation rule is available (routing.core.probe), a probe that disagrees
 with the bucket's typical TTFT by more than 2x is followed at once by two more; if most
 of them shift the same way the bucket's window restarts from these probes. The calls
 of one probe must finish within ``probe_timeout_s`` in all; a failure marks the
@@ -80,8 +82,9 @@ class Prober:
         if now > engine.traffic.duration_s:
             return
         engine.market.purge(now)
+        strategy = engine.strategy
         for state in engine.market.endpoints[1:]:
-            for size in self.sizes:
+            for size in strategy.probe_sizes(state.endpoint_id, self.sizes, now):
                 if size + 1 <= state.context_length:
                     self._call(Probe(number, state.endpoint_id, size, now))
         engine.at(now + self.period, self.cycle, number + 1)

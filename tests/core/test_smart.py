@@ -5,15 +5,14 @@ import pytest
 
 from routing.core import ModelInfo, RoutingOptions
 from routing.core.smart import (
+    CHEAPEST_BY_MODEL_TYPICAL,
     CHEAPEST_FAST_ENOUGH,
     EXPLORATION,
     FALLBACK_ABOVE_USUAL_PRICE,
     FALLBACK_FAST_ENOUGH,
-    FALLBACK_NO_SPEED_DATA,
     FALLBACK_TOO_SLOW,
     FASTEST_CHEAPER_TOO_SLOW,
     NO_SPEED_DATA,
-    NO_SPEED_DATA_WITHIN_USUAL_PRICE,
 )
 
 from .factories import endpoint, features, ids, plan, reasons, speed
@@ -53,18 +52,28 @@ def test_cheapest_fast_enough_wins_then_fallbacks_in_documented_order():
     ]
     speeds = speed({1: 10.0, 2: 1.8, 3: 1.5, 5: 5.0, 6: 1.0})
     route_plan = plan(endpoints, speeds)
-    assert ids(route_plan) == [2, 3, 6, 5, 1, 4]
+    # O8 (issue 10): endpoint 4, without data, starts from the model's typical speed (the
+    # median, 1.8 s): fast enough and the cheapest of those; its first calls measure it
+    assert ids(route_plan) == [4, 2, 3, 6, 5, 1]
     assert reasons(route_plan) == [
-        CHEAPEST_FAST_ENOUGH,
+        CHEAPEST_BY_MODEL_TYPICAL,
+        FALLBACK_FAST_ENOUGH,
         FALLBACK_FAST_ENOUGH,
         FALLBACK_FAST_ENOUGH,
         FALLBACK_TOO_SLOW,
         FALLBACK_TOO_SLOW,
-        FALLBACK_NO_SPEED_DATA,
     ]
-    assert [c.fast_enough for c in route_plan.choices] == [True, True, True, False, False, False]
-    assert route_plan.first.typical_ttft_s == 1.8
-    assert route_plan.choices[-1].typical_ttft_s is None
+    assert [c.fast_enough for c in route_plan.choices] == [True, True, True, True, False, False]
+    assert route_plan.first.typical_ttft_s is None  # the prior is not its own number
+    assert route_plan.choices[1].typical_ttft_s == 1.8
+
+
+def test_an_endpoint_without_data_is_a_fallback_when_the_model_typical_is_too_slow():
+    endpoints = [endpoint(1, price_input=0.10), endpoint(2, price_input=0.20)]
+    endpoints.append(endpoint(3, price_input=0.05))  # no data, cheapest
+    route_plan = plan(endpoints, speed({1: 10.0, 2: 1.0}))  # model typical: 5.5 s
+    assert ids(route_plan) == [2, 3, 1]
+    assert reasons(route_plan)[1] == FALLBACK_TOO_SLOW
 
 
 def test_speed_is_per_prompt_size_bucket():
@@ -86,7 +95,6 @@ def test_speed_is_per_prompt_size_bucket():
     [
         speed({}),
         speed({1: 0.5, 2: 0.1}, bucket=">128k"),  # data only in another bucket
-        speed({1: 9.0, 2: 0.1}, count=2),  # fewer than min_samples (3)
     ],
 )
 def test_no_speed_data_sends_to_the_cheapest(speeds):
@@ -94,6 +102,14 @@ def test_no_speed_data_sends_to_the_cheapest(speeds):
     assert ids(route_plan) == [1, 2]
     assert route_plan.first.reason == NO_SPEED_DATA
     assert route_plan.first.typical_ttft_s is None
+
+
+def test_thin_data_counts_from_the_first_sample():
+    # issue 10, cold start: one probe each is enough to tell 9 s from 0.1 s (the bucket
+    # is still explored until it has min_samples)
+    route_plan = plan([DEARER, CHEAP], speed({1: 9.0, 2: 0.1}, count=1))
+    assert ids(route_plan) == [2, 1]
+    assert route_plan.first.reason == FASTEST_CHEAPER_TOO_SLOW
 
 
 def _r29_endpoints():
@@ -128,7 +144,8 @@ def test_only_dear_endpoints_measured_means_cheapest():
     model = ModelInfo("m", list_price_input=1.5, list_price_output=0.0)
     route_plan = plan(_r29_endpoints(), speed({3: 1.0}), model=model)
     assert route_plan.first.endpoint.endpoint_id == 1
-    assert route_plan.first.reason == NO_SPEED_DATA_WITHIN_USUAL_PRICE
+    # O8 (issue 10): the unmeasured ones start from the model's typical speed
+    assert route_plan.first.reason == CHEAPEST_BY_MODEL_TYPICAL
 
 
 def _exploration_setup():

@@ -42,7 +42,10 @@ def run_cycle(cycle: int) -> dict[str, int]:
 
 def test_probe_cycle_records_samples_per_size_and_is_idempotent(market, emulator, probe_settings):
     counts = run_cycle(1)
-    assert counts == {"queued": 3, "ok": 9}  # one task per endpoint; 3 endpoints x 3 sizes
+    # One task per endpoint: alpha and bravo x 3 sizes; charlie ($0.30: above the usual
+    # $0.20 and not 50% below the $0.50 list price) can never be picked for speed, so it
+    # is not probed (issue 10).
+    assert counts == {"queued": 2, "ok": 6}
     rows = ProbeResult.objects.filter(cycle=1)
     assert sorted({r.prompt_tokens for r in rows}) == SIZES
     assert all(r.cost_usd > 0 and r.ttft_ms is not None for r in rows)
@@ -53,14 +56,14 @@ def test_probe_cycle_records_samples_per_size_and_is_idempotent(market, emulator
     assert all(r["cached_tokens"] == 0 for r in log)  # every probe prompt is new
     assert probe_endpoints_task(cycle=1) == 0  # the same cycle again queues nothing
     assert probe_endpoint_task(cycle=1, endpoint_id=market["alpha"].id) == {}
-    assert ProbeResult.objects.count() == 9 and len(emulator.log()) == 9
+    assert ProbeResult.objects.count() == 6 and len(emulator.log()) == 6
 
 
 def test_probe_skips_sizes_above_context_length(market, emulator, probe_settings):
-    market["charlie"].context_length = 100_000
-    market["charlie"].save()
+    market["bravo"].context_length = 100_000
+    market["bravo"].save()
     run_cycle(2)
-    sizes = set(ProbeResult.objects.filter(endpoint=market["charlie"]).values_list(
+    sizes = set(ProbeResult.objects.filter(endpoint=market["bravo"]).values_list(
         "prompt_tokens", flat=True))  # fmt: skip
     assert sizes == {2_000, 40_000}
 
@@ -72,6 +75,9 @@ def test_slowdown_at_one_size_moves_only_long_prompts(client, emulator, probe_se
             for _ in range(3):
                 _served(client, fresh(messages), order=[slug], allow_fallbacks=False)
     probe_settings["PROBE_SIZES"] = [40_000]
+    # the real calls above count as older than a probe period (else they stand in for
+    # this cycle's probe: test_probes_skip_buckets_real_traffic_measured_this_period)
+    probe_settings["PROBE_PERIOD_S"] = 0.001
     # alpha now prefills 10x slower, but only above 30k tokens (~1.6 s at 40k).
     emulator.control("alpha", slow_above_tokens=30_000, slow_factor=10.0,
                      prefill_tokens_per_s=250_000)  # fmt: skip
@@ -89,6 +95,7 @@ def test_a_lone_stall_in_a_probe_does_not_restart_the_window(client, emulator, p
     for _ in range(3):
         _served(client, fresh(LONG), order=["alpha"], allow_fallbacks=False)
     probe_settings["PROBE_SIZES"] = [40_000]
+    probe_settings["PROBE_PERIOD_S"] = 0.001  # the real calls above: older than a period
     emulator.control("alpha", stall={"probability": 1.0, "extra_s": [1.5, 1.5]})
     emulator.control("bravo", ttft_base_s=0.01)
 
@@ -121,8 +128,8 @@ def test_probe_task_through_a_real_celery_worker(market, emulator, probe_setting
     )  # fmt: skip
     try:
         probe_endpoints_task.apply_async(kwargs={"cycle": 99})
-        deadline = time.monotonic() + 60  # the worker runs the fan-out, then 3 tasks
-        while ProbeResult.objects.filter(cycle=99).count() < 3:
+        deadline = time.monotonic() + 60  # the worker runs the fan-out, then 2 tasks
+        while ProbeResult.objects.filter(cycle=99).count() < 2:  # alpha, bravo (not charlie)
             assert time.monotonic() < deadline, "the worker did not run the probe task"
             assert worker.poll() is None, "the worker died"
             time.sleep(0.2)
@@ -130,3 +137,36 @@ def test_probe_task_through_a_real_celery_worker(market, emulator, probe_setting
         worker.terminate()
         worker.wait(20)
     assert set(ProbeResult.objects.filter(cycle=99).values_list("status", flat=True)) == {"ok"}
+
+
+def _targets(cycle: int, **kwargs) -> set[tuple[str, int]]:
+    from routing.probes import probe_targets
+
+    return {(t.route.provider_slug, t.prompt_tokens) for t in probe_targets(cycle, **kwargs)}
+
+
+def test_cold_endpoints_are_probed_at_once_below_8k_too(market, probe_settings):
+    from routing.probes import COLD_PROBE_TOKENS
+
+    probe_settings.update(PROBE_SIZES=[40_000])
+    assert _targets(5, cold_only=True) == {
+        (slug, size)
+        for slug in ("alpha", "bravo")  # charlie is never picked for speed: not probed
+        for size in (40_000, COLD_PROBE_TOKENS)
+    }
+    SpeedSample.objects.create(endpoint=market["alpha"], bucket="<8k", ttft_ms=500)
+    cold = _targets(5, cold_only=True)
+    assert not any(slug == "alpha" for slug, _ in cold)  # it has data: not cold any more
+    assert ("alpha", 40_000) in _targets(5)  # the regular cycle still probes it
+
+
+def test_probes_skip_buckets_real_traffic_measured_this_period(market, probe_settings):
+    alpha = market["alpha"]
+    SpeedSample.objects.create(endpoint=alpha, bucket="32k-128k", ttft_ms=900)  # a real call
+    SpeedSample.objects.create(endpoint=alpha, bucket=">128k", ttft_ms=900, is_probe=True)
+    SpeedSample.objects.create(endpoint=alpha, bucket="<8k", ttft_ms=300, cached=True)
+    alpha_sizes = {size for slug, size in _targets(6) if slug == "alpha"}
+    # 40k (32k-128k) was measured by real uncached traffic; a probe or a cached call
+    # (not comparable with an uncached probe) does not count
+    assert alpha_sizes == {2_000, 150_000}
+    assert {size for slug, size in _targets(6) if slug == "bravo"} == set(SIZES)

@@ -84,4 +84,7 @@ def test_outage_fails_no_request_while_others_are_up(strategy: str) -> None:
 def test_outage_is_felt_and_smart_marks_the_provider() -> None:
     smart = summary("outage", "smart", 12_000)
     assert 0 < smart["retry_share"] < 0.01  # the first refusals, then marks (R2.7)
-    assert smart["lost_ms_per_request"] < 5
+    # issue 10: 6.2 ms (1.2 ms without the per-attempt first-token budget): legs that hang
+    # past max(20 s, 4x typical) now end as failed attempts, their time counted as lost,
+    # while the other leg of their race serves; TTFTs are identical with and without it
+    assert smart["lost_ms_per_request"] < 10

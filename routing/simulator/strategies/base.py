@@ -100,6 +100,14 @@ class Strategy:
     def on_success(self, run: Run, leg: Leg, now: float) -> None:
         return None
 
+    def on_cut(self, run: Run, leg: Leg, now: float) -> None:
+        """The serving leg's stream was cut by its provider after the first token."""
+        return None
+
+    def probe_sizes(self, endpoint_id: int, sizes: list[int], now: float) -> list[int]:
+        """The probe sizes to send this endpoint this cycle (default: all of them)."""
+        return sizes
+
     def probe_typical(self, endpoint_id: int, bucket: str, now: float) -> float | None:
         """The typical TTFT a probe is compared with (None: no confirmation rule)."""
         return None

@@ -3,9 +3,11 @@ statistics (SpeedBook, R2.1/R2.2), unusable marks (UnusableMarks, R2.7), remembe
 prompt prefixes (PrefixCache, R2.3) and expected output sizes (OutputEstimator).
 
 It learns as routing/gateway/router.py and routing/probes.py do: after a served call ends, a
-TTFT sample of the attempt that served it (hedge losers cancelled before their first
-token and failed attempts give none), its throughput and its prompt prefixes; a mark
-after a refused call or a failed probe; marks are never cleared early (they expire).
+TTFT sample of the attempt that served it in its cached or uncached window (hedge
+losers cancelled before their first token and failed attempts give none), its
+throughput and its prompt prefixes; a refused call counts in the endpoint's recent
+error rate and marks it when ``Reliability`` says so; a failed probe marks it; marks
+are never cleared early (they expire).
 """
 
 from __future__ import annotations
@@ -21,12 +23,27 @@ from routing.core import (
     bucket_for,
     classify_failure,
 )
+from routing.core.followups import FollowupEstimator
+from routing.core.marks import Reliability
+from routing.core.probe import worth_probing
+from routing.core.speed import mostly_cached
 
 from ..market import Market
 from ..runs import Leg, Run
 
-EXPIRE_EVERY_S = 60.0  # SpeedBook age expiry is applied at most once a simulated minute
+EXPIRE_EVERY_S = 60.0
+COLD_PROBE_TOKENS = (
+    2_000  # as routing/probes.py  # SpeedBook age expiry is applied at most once a simulated minute
+)
 PURGE_EVERY_S = 600.0
+
+
+def earlier_turns(request) -> int:
+    """Turns of the request's conversation before it (0: a single request or a first
+    turn); a class's shared prefix heads the chain but is no turn."""
+    if request.cache_key < 0:
+        return 0
+    return request.turn - (1 if request.shared_key >= 0 else 0)
 
 
 class Knowledge:
@@ -34,14 +51,24 @@ class Knowledge:
 
     def __init__(self, gateway: dict, market: Market) -> None:
         self.market = market
-        self.book = SpeedBook(int(gateway["speed_window_size"]), gateway["speed_max_age_s"])
+        self.book = SpeedBook(
+            int(gateway["speed_window_size"]),
+            gateway["speed_max_age_s"],
+            gateway["speed_stale_after_s"],
+        )
         self.marks = UnusableMarks(
             window_s=float(gateway["unusable_window_s"]),
             first_window_s=float(gateway["unusable_first_window_s"]),
         )
+        self.health = Reliability()
+        self.peers = [
+            tuple(s.endpoint_id for s in states) for states in market.by_model
+        ]  # endpoint ids per model
         self.prefixes = PrefixCache()
-        self.followup_turns = float(gateway["followup_turns"])
+        self.followups = FollowupEstimator(minimum=float(gateway["followup_turns"]))
         self.outputs = OutputEstimator()
+        self.probe_period_s = float(gateway["probe_period_s"])
+        self.real_at: dict[tuple[int, str], float] = {}  # last real uncached sample
         self._expired_at = -EXPIRE_EVERY_S
         self._purged_at = 0.0
         self._summary: SpeedSummary | None = None
@@ -70,21 +97,41 @@ class Knowledge:
                 if tokens:
                     cached[state.endpoint_id] = tokens
         expected = self.outputs.expected(slug, request.bucket, None)
-        # As routing/gateway/accept.py followup_turns(): a conversation past its first turn.
-        followups = self.followup_turns if request.turn > 0 else 0.0
+        # As routing/gateway/accept.py followup_turns(): a conversation past its first
+        # turn (it holds a reply), with the learnt number of turns still to come.
+        earlier = earlier_turns(request)
+        self.followups.observe(slug, earlier)
+        followups = self.followups.expected(slug) if earlier else 0.0
         return RequestFeatures(
             request.prompt_tokens, expected, cached, stream=request.stream,
             expected_followup_turns=followups,
         )  # fmt: skip
 
     def failure(self, leg: Leg, now: float) -> None:
+        """A refusal marks the endpoint when ``Reliability`` says so (a run of them, low
+        volume, or a failure rate far above its peers')."""
         if classify_failure(leg.status, leg.kind).mark_unusable:
-            self.marks.mark(leg.endpoint_id, now)
+            endpoint_id = leg.endpoint_id
+            peers = self.peers[self.market.endpoints[endpoint_id].model]
+            if self.health.failed(endpoint_id, now, peers):
+                self.marks.mark(endpoint_id, now)
+
+    def cut(self, endpoint_id: int, now: float) -> None:
+        """A stream the provider cut after its first token: a failure in the endpoint's
+        error rate (no TTFT sample), as LiveRouter.on_cut."""
+        peers = self.peers[self.market.endpoints[endpoint_id].model]
+        if self.health.failed(endpoint_id, now, peers):
+            self.marks.mark(endpoint_id, now)
 
     def success(self, run: Run, leg: Leg, slug: str, now: float) -> None:
         request = run.request
         self.marks.record_success(leg.endpoint_id)  # as routing/memory.py served()
-        self.book.record(leg.endpoint_id, request.bucket, SpeedSample(now, leg.delay))
+        self.health.served(leg.endpoint_id, now)
+        cached = mostly_cached(leg.cached, request.prompt_tokens)  # its own window
+        sample = SpeedSample(now, leg.delay, cached=cached)
+        self.book.record(leg.endpoint_id, request.bucket, sample)
+        if not cached:
+            self.real_at[(leg.endpoint_id, request.bucket)] = now
         self.outputs.observe(slug, request.bucket, request.output_tokens)
         streaming = now - leg.start - leg.delay
         if request.output_tokens > 1 and streaming > 0:
@@ -93,6 +140,19 @@ class Knowledge:
         if remembered:
             ttl = self.market.endpoints[leg.endpoint_id].catalog_cache_ttl_s
             self.prefixes.remember(leg.endpoint_id, remembered, ttl, now)
+
+    def probe_sizes(self, endpoint_id: int, sizes: list[int], now: float) -> list[int]:
+        """As routing/probes.py probe_targets: skip a size whose bucket real uncached
+        traffic measured during the last period; an endpoint without any speed data (a
+        cold start) is also probed below 8k."""
+        period = self.probe_period_s
+        wanted = [
+            size for size in sizes
+            if now - self.real_at.get((endpoint_id, bucket_for(size)), -period) >= period
+        ]  # fmt: skip
+        if not any(key[0] == endpoint_id for key in self.book.summary().count_by_key):
+            wanted.append(COLD_PROBE_TOKENS)
+        return wanted
 
     def probe(
         self,
@@ -127,8 +187,20 @@ class LearnsFromCalls:
     def on_success(self, run: Run, leg: Leg, now: float) -> None:
         self.knowledge.success(run, leg, self.models[run.request.model].slug, now)
 
+    def on_cut(self, run: Run, leg: Leg, now: float) -> None:
+        """For the session-driven flow: the serving leg's stream was cut."""
+        self.knowledge.cut(leg.endpoint_id, now)
+
     def probe_typical(self, endpoint_id: int, bucket: str, now: float) -> float | None:
         return self.knowledge.summary(now).typical(endpoint_id, bucket)
+
+    def probe_sizes(self, endpoint_id: int, sizes: list[int], now: float) -> list[int]:
+        model = self.knowledge.market.endpoints[endpoint_id].model
+        infos = self.knowledge.market.infos[model]
+        info = next(e for e in infos if e.endpoint_id == endpoint_id)
+        if not worth_probing(info, self.models[model], infos):
+            return []  # never picked for speed (R2.9): as routing/probes.py
+        return self.knowledge.probe_sizes(endpoint_id, sizes, now)
 
     def on_probe(
         self,

@@ -17,12 +17,13 @@ from routing.core import (
     InMemoryHedgeBudget,
     RoutingOptions,
     budget_day,
+    first_token_timeout_s,
     hedge_partner,
     hedge_policy,
     request_cost,
 )
 from routing.core.hedge import NO_HEDGE
-from routing.core.types import RouteChoice
+from routing.core.types import RouteChoice, RoutePlan
 
 from ..runs import Leg, Run
 from .base import SimContext, Step, Strategy, core_plan, first_of
@@ -42,6 +43,9 @@ class Smart(LearnsFromCalls, Strategy):
         self.daily_usd = float(self.gateway["hedge_budget_usd_per_day"])
         self.budget = InMemoryHedgeBudget(self.daily_usd, sim.epoch)
         self.exploration_rate = float(self.gateway["exploration_rate"])
+        self.flat_timeout_s = float(self.gateway["first_token_timeout_s"])
+        self.plans: dict[int, RoutePlan] = {}  # request index -> its plan (for timeouts)
+        sim.market.timeout_for = self.timeout_for
 
     def first(self, run: Run, now: float) -> Step | None:
         knowledge = self.knowledge
@@ -58,7 +62,19 @@ class Smart(LearnsFromCalls, Strategy):
             self.rng,
             self.exploration_rate,
         )
+        self.plans[run.request.index] = run.plan
         return first_of(self, run)
+
+    def timeout_for(self, request, endpoint_id: int) -> float | None:
+        """The first-token budget of an attempt (routing.core.first_token_timeout_s): a
+        hanging provider costs seconds, not the flat timeout."""
+        plan = self.plans.get(getattr(request, "index", -1))
+        if plan is None:
+            return None
+        choice = next((c for c in plan.choices if c.endpoint_id == endpoint_id), None)
+        if choice is None:
+            return None
+        return first_token_timeout_s(choice, default_s=self.flat_timeout_s)
 
     # --- hedging (R3), as routing/gateway/router.py ---------------------------------
     def hedge_decision(self, run: Run, now: float) -> HedgeDecision:
@@ -112,6 +128,9 @@ class Smart(LearnsFromCalls, Strategy):
         run.hedge_cost += self.loser_cost(run, leg.endpoint_id)
 
     # --- learning ------------------------------------------------------------------------
+    def on_success(self, run: Run, leg: Leg, now: float) -> None:
+        super().on_success(run, leg, now)
+        self.plans.pop(run.request.index, None)
 
     def extra_summary(self) -> dict:
         spent = self.budget.spent_by_day

@@ -1,0 +1,118 @@
+"""Speed by cache state (issue 10, weakness 1): mostly cached calls are timed in a
+window of their own, and a conversation's turn is judged with its follow-up turns."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from routing.core import RequestFeatures, SpeedBook, SpeedSample, SpeedSummary
+from routing.core.plan import expected_ttft
+from routing.core.speed import mostly_cached, speed_bucket
+
+from .factories import endpoint, ids, plan, reasons
+
+BUCKET = "32k-128k"
+CACHED = speed_bucket(BUCKET, True)
+
+
+@pytest.mark.parametrize(
+    ("cached", "prompt", "expected"),
+    [(0, 100_000, False), (49_999, 100_000, False), (50_000, 100_000, True),
+     (90_000, 100_000, True), (0, 0, False)],
+)  # fmt: skip
+def test_mostly_cached_is_half_the_prompt_or_more(cached, prompt, expected):
+    assert mostly_cached(cached, prompt) is expected
+
+
+def test_the_book_keeps_cached_and_uncached_calls_apart():
+    book = SpeedBook()
+    for t in range(5):
+        book.record(1, BUCKET, SpeedSample(t, 6.0))  # first turns, probes
+        book.record(1, BUCKET, SpeedSample(t, 1.2, cached=True))  # agent turns
+    summary = book.summary()
+    assert summary.typical(1, BUCKET) == 6.0
+    assert summary.typical(1, CACHED) == 1.2
+    assert summary.count(1, BUCKET) == summary.count(1, CACHED) == 5
+
+
+def _summary(rows: dict[tuple[int, str], tuple[float, int]]) -> SpeedSummary:
+    return SpeedSummary({k: v[0] for k, v in rows.items()}, {k: v[1] for k, v in rows.items()})
+
+
+@pytest.mark.parametrize(
+    ("rows", "cached", "expected"),
+    [
+        ({(1, BUCKET): (6.0, 5), (1, CACHED): (1.2, 5)}, True, 1.2),
+        ({(1, BUCKET): (6.0, 5), (1, CACHED): (1.2, 5)}, False, 6.0),
+        # too few cached samples: the uncached window, an upper bound
+        ({(1, BUCKET): (6.0, 5), (1, CACHED): (1.2, 2)}, True, 6.0),
+        ({(1, CACHED): (1.2, 5)}, False, None),
+        # thin windows count from their first sample (cold start, issue 10 item 5)
+        ({(1, BUCKET): (6.0, 2)}, True, 6.0),
+        ({(1, CACHED): (1.2, 2)}, True, 1.2),
+        ({}, True, None),
+    ],
+)
+def test_expected_ttft_uses_the_window_of_the_requests_cache_state(rows, cached, expected):
+    assert expected_ttft(_summary(rows), 1, BUCKET, cached, 3) == expected
+
+
+# The coding-agent market: hoard has the cheapest cache reads and slow uncached prefill;
+# relay the cheapest plain input and dear cache reads; blaze is fast and dear.
+HOARD = endpoint(1, "hoard", price_input=0.10, cache_read=0.002)
+RELAY = endpoint(2, "relay", price_input=0.03, cache_read=0.10)
+BLAZE = endpoint(3, "blaze", price_input=0.30, cache_read=0.03)
+MARKET = [HOARD, RELAY, BLAZE]
+SPEEDS = _summary({
+    (1, BUCKET): (4.0, 20), (1, CACHED): (1.2, 20),
+    (2, BUCKET): (3.2, 20), (2, CACHED): (1.4, 20),
+    (3, BUCKET): (1.7, 20), (3, CACHED): (0.85, 20),
+})  # fmt: skip
+
+
+def _turn(cached: dict[int, int], followups: float = 0.0) -> RequestFeatures:
+    return RequestFeatures(100_000, 300, cached, stream=True, expected_followup_turns=followups)
+
+
+def test_an_agent_turn_cached_at_the_cheap_cache_provider_stays_there():
+    # one window per endpoint would have judged hoard by its 4 s uncached calls
+    route = plan(MARKET, SPEEDS, request=_turn({1: 92_000}, followups=2))
+    assert ids(route)[0] == 1 and reasons(route)[0] == "cheapest fast enough"
+    assert route.first.typical_ttft_s == 1.2
+
+
+def test_an_uncached_one_off_prompt_is_judged_by_uncached_speed():
+    route = plan(MARKET, SPEEDS, request=_turn({}))
+    assert ids(route)[0] == 2  # hoard's 4 s is > 2 x 1.7 s; relay is the cheapest fast one
+
+
+def test_a_conversation_moves_to_fast_cache_reads_when_its_turns_will_be_fast_there():
+    # cached at relay ($0.10 cache reads): moving costs one uncached turn at hoard (4 s),
+    # then turns of 1.2 s at 1/50 of the price: (4 + 2 x 1.2) / 3 = 2.13, within 2x of
+    # the fastest way on (blaze: (1.7 + 2 x 0.85) / 3 = 1.13)
+    route = plan(MARKET, SPEEDS, request=_turn({2: 92_000}, followups=2))
+    assert ids(route)[0] == 1
+    assert route.first.typical_ttft_s == 4.0  # what this very turn should see there
+
+
+def test_without_follow_ups_the_move_is_not_made():
+    route = plan(MARKET, SPEEDS, request=_turn({2: 92_000}))
+    assert ids(route)[0] == 2
+
+
+@settings(database=None, max_examples=200)
+@given(
+    uncached=st.floats(0.2, 30.0), cached_ttft=st.floats(0.1, 30.0),
+    n_cached=st.integers(0, 10), share=st.floats(0.0, 1.0),
+)  # fmt: skip
+def test_the_estimate_is_one_of_the_windows_and_never_above_the_uncached_one_when_cached(
+    uncached, cached_ttft, n_cached, share
+):
+    summary = _summary({(1, BUCKET): (uncached, 5), (1, CACHED): (cached_ttft, n_cached)})
+    is_cached = mostly_cached(round(share * 100_000), 100_000)
+    estimate = expected_ttft(summary, 1, BUCKET, is_cached, 3)
+    assert estimate in (uncached, cached_ttft)
+    if not is_cached or n_cached < 3:
+        assert estimate == uncached

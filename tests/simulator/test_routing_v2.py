@@ -1,0 +1,64 @@
+"""Issue 10 on the simulator: what a careful buyer learns, and every dollar it spends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .helpers import document
+
+MARKETS = Path(__file__).resolve().parents[2] / "docs" / "markets"
+
+
+def test_coding_agent_turns_go_to_the_fast_cheap_cache_reads():
+    """hoardcache sells cache reads at $0.002 and answers cached turns in ~1.2 s, but its
+    uncached prompts (probes, first turns) take 4-8 s: with one window per bucket smart
+    sent the agents to a reseller charging 50x more per cache read."""
+    results = document("coding-agent", ("smart", "cheapest-effective", "litellm-latency"), 6000)
+    smart, cheapest, litellm = (results["strategies"][n] for n in
+                                ("smart", "cheapest-effective", "litellm-latency"))  # fmt: skip
+    assert smart["provider_share"]["hoardcache"] > 0.4
+    assert smart["total_cost_usd_per_1k_requests"] < litellm["total_cost_usd_per_1k_requests"]
+    assert smart["cost_usd_per_1k_requests"] < 1.25 * cheapest["cost_usd_per_1k_requests"]
+    long_p90 = smart["ttft_s_by_bucket"][">128k"]["p90"]
+    assert long_p90 <= 1.1 * cheapest["ttft_s_by_bucket"][">128k"]["p90"]
+
+
+def test_the_headline_cost_counts_probes_and_hedges():
+    smart = document("coding-agent", ("smart",), 1500)["strategies"]["smart"]
+    platform = smart["hedge_spend_usd"] + smart["probe_spend_usd"]
+    assert platform > 0
+    total = smart["cost_usd_per_1k_requests"] + 1000 * platform / smart["requests"]
+    assert abs(smart["total_cost_usd_per_1k_requests"] - total) < 1e-3
+
+
+def _share(timeline: list[dict], provider: str, bucket: str, start: float, end: float) -> float:
+    rows = [w for w in timeline if w["bucket"] == bucket and start <= w["from_min"] < end]
+    total = sum(w["requests"] for w in rows)
+    hits = sum(w["first_choice_share"].get(provider, 0) * w["requests"] for w in rows)
+    return hits / total
+
+
+def test_an_endpoint_that_got_faster_where_no_probe_goes_is_noticed_within_minutes():
+    """gets-faster (an unseen market): midway gets 4x faster on short prompts at minute
+    40; stale windows are explored and restarted, so short prompts move to it."""
+    timeline = document(str(MARKETS / "gets-faster.json"), ("smart",), 9000)["strategies"]["smart"][
+        "timeline"
+    ]
+    assert _share(timeline, "midway", "<8k", 20, 40) < 0.2
+    assert _share(timeline, "midway", "<8k", 55, 85) > 0.5
+
+
+def test_cut_streams_count_as_failures_and_a_run_of_them_marks():
+    from routing.simulator import load_scenario
+    from routing.simulator.market import Market
+    from routing.simulator.strategies.knowledge import Knowledge
+
+    scenario = load_scenario("coding-agent")
+    knowledge = Knowledge(dict(scenario.gateway), Market(scenario, 1))
+    for _ in range(20):
+        knowledge.health.served(1, 0.0)
+    knowledge.cut(1, 1.0)
+    assert 1 not in knowledge.unusable(1.0)  # one cut among many served calls
+    knowledge.cut(1, 2.0)
+    knowledge.cut(1, 3.0)
+    assert 1 in knowledge.unusable(3.0)  # three in a row
