@@ -3,10 +3,10 @@ drained in batches by a background task (one thread hop and one transaction per 
 not per call; it lingers 50 ms for a small batch, so a short call's opening and ending
 usually become one INSERT).
 
-A call's pending row is written once the call has run ``OPEN_DEFER_S`` (1 s), and its
-outcome when it ends: a call that ends sooner (most non-streaming and short calls) is
-one INSERT of the finished row, a longer one leaves a pending row that a crash cannot
-lose. The writer applies them in order. While the database is unreachable the writer keeps the
+A stream's pending row is queued when it is accepted (a process killed mid-stream
+leaves it for the reconciler); a non-streaming call's only once it has run
+``OPEN_DEFER_S`` (1 s), so a short one is a single INSERT of the finished row. The
+outcome is queued when the call ends, and the writer applies all in order. While the database is unreachable the writer keeps the
 rows and retries with back-off, so a paused PostgreSQL delays rows but loses none, and
 the idempotent writes (``billing.ledger.ledger_write``) make a retried batch write each
 row exactly once. Rows still queued when a process is killed are lost with it; rows
@@ -95,7 +95,10 @@ ledger_writer.pending_elsewhere = lambda: len(deferred_opens.rows)
 
 
 def queue_open(row: OpenRow) -> None:
-    deferred_opens.add(row)
+    if row.stream:
+        ledger_writer.put((row, None))
+    else:
+        deferred_opens.add(row)
 
 
 def queue_finish(row: OpenRow, result: CallResult) -> None:

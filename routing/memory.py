@@ -107,15 +107,14 @@ class SpeedFeed:
 
     def _apply(self, rows) -> None:
         assert self.book is not None
-        for row_id, endpoint_id, bucket, ttft_ms, tps, restarts, created_at in rows:
+        for row_id, endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at in rows:
             if row_id in self._seen:
                 continue
             self._seen.add(row_id)
             if restarts:
-                self.book.restart(endpoint_id, bucket)
-            self.book.record(
-                endpoint_id, bucket, CoreSample(created_at.timestamp(), ttft_ms / 1000)
-            )
+                self.book.restart(endpoint_id, speed_bucket(bucket, cached))
+            sample = CoreSample(created_at.timestamp(), ttft_ms / 1000, cached=cached)
+            self.book.record(endpoint_id, bucket, sample)
             if tps:
                 self.book.record_throughput(endpoint_id, tps)
             self.last_id = max(self.last_id, row_id)

@@ -11,7 +11,7 @@ from billing.models import Activity
 from routing import budget
 from routing.models import HedgeBudgetDay
 
-from ..support import TEST_MODEL, wait_finished_rows, wait_learnt
+from ..support import TEST_MODEL, wait_background_idle, wait_finished_rows, wait_learnt
 from .test_smart_live import LONG, fresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,8 +61,8 @@ def test_delayed_hedge_wins_when_first_choice_stalls(client, emulator, hedge_set
     emulator.control("alpha", ttft_base_s=5.0)  # the cheapest fast provider stalls this time
     request_id, provider, text = _stream_text(client, fresh(LONG))
     assert provider == "bravo" and text
+    wait_background_idle()  # the ledger writer has written the call's row
     row = Activity.objects.get(request_id=request_id)
-    row = wait_finished_rows(Activity.objects.count()) and Activity.objects.get(id=row.id)
     attempts = {a.provider_slug: a for a in row.attempts.all()}
     assert attempts["alpha"].outcome == "hedge_lost" and not attempts["alpha"].hedge_leg
     assert attempts["bravo"].outcome == "success" and attempts["bravo"].hedge_leg
