@@ -12,6 +12,8 @@ import base64
 import binascii
 from datetime import datetime
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -26,6 +28,7 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class MoneyField(serializers.Field):
     """A Decimal as its exact string without trailing zeros; null stays null."""
 

@@ -3,14 +3,15 @@ drained in batches by a background task (one thread hop and one transaction per 
 not per call; it lingers 50 ms for a small batch, so a short call's opening and ending
 usually become one INSERT).
 
-A stream's pending row is queued when it is accepted (a process killed mid-stream
-leaves it for the reconciler); a non-streaming call's only once it has run
-``OPEN_DEFER_S`` (1 s), so a short one is a single INSERT of the finished row. The
-outcome is queued when the call ends, and the writer applies all in order. While the database is unreachable the writer keeps the
-rows and retries with back-off, so a paused PostgreSQL delays rows but loses none, and
-the idempotent writes (``billing.ledger.ledger_write``) make a retried batch write each
-row exactly once. Rows still queued when a process is killed are lost with it; rows
-left pending by such a process are closed by the reconciler.
+A stream's pending row is queued when it is accepted, and flushed at once (a process
+killed mid-stream leaves it for the reconciler); a non-streaming call's only once it
+has run ``OPEN_DEFER_S`` (1 s), so a short one is a single INSERT of the finished row.
+The outcome is queued when the call ends, and the writer applies all in order. While
+the database is unreachable the writer keeps the rows and retries with back-off, so a
+paused PostgreSQL delays rows but loses none, and the idempotent writes
+(``billing.ledger.ledger_write``) make a retried batch write each row exactly once.
+Rows still queued when a process is killed are lost with it; rows left pending by such
+a process are closed by the reconciler.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ ledger_writer.pending_elsewhere = lambda: len(deferred_opens.rows)
 
 def queue_open(row: OpenRow) -> None:
     if row.stream:
-        ledger_writer.put((row, None))
+        ledger_writer.put((row, None), urgent=True)  # on disk before the first token
     else:
         deferred_opens.add(row)
 

@@ -72,10 +72,12 @@ class EndpointInline(CompactEndpointInlineMixin, admin.TabularInline):
     model = Endpoint
     form = EndpointAdminForm
     extra = 0
+    # Credentials are entered on the endpoint's own page (write-only, with its help);
+    # the inline only says whether one is stored, so it fits a 1366 px screen.
     fields = (
-        "provider", "base_url", "credential", "remove_credential", credential_stored,
-        "credential_env", "context_length", "price_input", "price_cache_read",
-        "price_cache_write", "price_output", "cache_ttl_s", "enabled",
+        "provider", "base_url", credential_stored, "credential_env", "context_length",
+        "price_input", "price_cache_read", "price_cache_write", "price_output",
+        "cache_ttl_s", "enabled",
     )  # fmt: skip
     readonly_fields = (credential_stored,)
 

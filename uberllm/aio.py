@@ -96,6 +96,7 @@ class BatchWriter(Generic[T]):
         self.linger_s = linger_s  # wait this long for more items before a small batch
         self._items: deque[T] = deque()
         self._wakeup: asyncio.Event | None = None
+        self._urgent = asyncio.Event()
         self._task: asyncio.Task | None = None
         self.in_flight = 0
         self.dropped = 0
@@ -113,16 +114,19 @@ class BatchWriter(Generic[T]):
     def runs_on(self, loop: asyncio.AbstractEventLoop) -> bool:
         return self._task is not None and self._task.get_loop() is loop
 
-    def put(self, item: T) -> bool:
+    def put(self, item: T, *, urgent: bool = False) -> bool:
+        """Queue ``item`` (never waits); ``urgent`` cuts the linger short."""
         if len(self._items) >= self.max_items:
             self.dropped += 1
             return False
         self._items.append(item)
         loop = asyncio.get_running_loop()
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
-            self._wakeup = asyncio.Event()
+            self._wakeup, self._urgent = asyncio.Event(), asyncio.Event()
             self._task = run_service(self._run())
         self._wakeup.set()
+        if urgent:
+            self._urgent.set()
         return True
 
     async def _run(self) -> None:
@@ -131,8 +135,13 @@ class BatchWriter(Generic[T]):
             if not self._items:
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            if self.linger_s and len(self._items) < self.batch_size:
-                await asyncio.sleep(self.linger_s)
+            if self.linger_s and len(self._items) < self.batch_size and not self._urgent.is_set():
+                try:
+                    async with asyncio.timeout(self.linger_s):
+                        await self._urgent.wait()
+                except TimeoutError:
+                    pass
+            self._urgent.clear()
             batch = [self._items.popleft() for _ in range(min(self.batch_size, len(self._items)))]
             self.in_flight = len(batch)
             try:
