@@ -72,14 +72,12 @@ class EndpointInline(CompactEndpointInlineMixin, admin.TabularInline):
     model = Endpoint
     form = EndpointAdminForm
     extra = 0
-    # Credentials are entered on the endpoint's own page (write-only, with its help);
-    # the inline only says whether one is stored, so it fits a 1366 px screen.
+    # Credentials are entered (write-only) on the endpoint's own page, whose list shows
+    # which endpoints have one; the inline stays narrow enough for a 1366 px screen.
     fields = (
-        "provider", "base_url", credential_stored, "credential_env", "context_length",
-        "price_input", "price_cache_read", "price_cache_write", "price_output",
-        "cache_ttl_s", "enabled",
+        "provider", "base_url", "credential_env", "context_length", "price_input",
+        "price_cache_read", "price_cache_write", "price_output", "cache_ttl_s", "enabled",
     )  # fmt: skip
-    readonly_fields = (credential_stored,)
 
 
 @admin.register(Model)

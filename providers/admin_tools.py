@@ -39,10 +39,11 @@ PRICE_FIELDS = {
     "price_output": "output", "list_price_input": "list input",
     "list_price_cache_read": "list cache read", "list_price_output": "list output",
 }  # fmt: skip
+# Input widths as CSS classes (static/providers/admin_tools.css): the CSP allows no
+# inline style attributes.
 NARROW = {
-    "base_url": "width:12em", "upstream_model": "width:10em", "credential_env": "width:7.5em",
-    "context_length": "width:5em", "max_output_tokens": "width:5em",
-    "cache_ttl_s": "width:3.5em",
+    "base_url": "w-12", "upstream_model": "w-10", "credential_env": "w-7",
+    "context_length": "w-5", "max_output_tokens": "w-5", "cache_ttl_s": "w-3",
 }  # fmt: skip
 
 
@@ -92,6 +93,9 @@ class EndpointForm(forms.ModelForm):
 class CatalogWidgetsMixin:
     """Prices labelled with their unit and narrow inputs."""
 
+    class Media:
+        css = {"all": ("providers/admin_tools.css",)}
+
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         field = super().formfield_for_dbfield(db_field, request, **kwargs)
         if field is None:
@@ -99,9 +103,10 @@ class CatalogWidgetsMixin:
         if db_field.name in PRICE_FIELDS:
             field.label = f"{PRICE_FIELDS[db_field.name]} ($/1M)"
             field.help_text = PRICE_UNIT
-            field.widget = PriceInput(attrs={"style": "width:5em", "step": "any"})
+            field.widget = PriceInput(attrs={"class": "w-5", "step": "any"})
         elif db_field.name in NARROW:
-            field.widget.attrs.update(style=NARROW[db_field.name])
+            css_class = f"{field.widget.attrs.get('class', '')} {NARROW[db_field.name]}"
+            field.widget.attrs["class"] = css_class.strip()
         return field
 
 
