@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from uberllm.aio import db_call, run_in_background
 
@@ -37,6 +38,7 @@ class KeyPrincipal:
 
 
 MAX_CACHED_KEYS = 100_000
+STALE_IF_ERROR_S = 300.0  # how long a known key outlives its TTL while the database is away
 # prefix -> (expires at (monotonic), principal); re-read from expires - TTL/2 on.
 _cache: dict[str, tuple[float, KeyPrincipal | None]] = {}
 _refreshing: dict[str, asyncio.Task] = {}
@@ -74,12 +76,18 @@ def _store(prefix: str, expires: float, principal: KeyPrincipal | None) -> None:
         _cache.pop(next(iter(_cache)))
 
 
+class KeyStoreUnavailable(Exception):
+    """The database could not be asked about a key this process does not know."""
+
+
 async def _reread(prefix: str) -> None:
     forgotten = _forgotten
     try:
         principal = await db_call(_load)(prefix)
         if forgotten == _forgotten:
             _store(prefix, time.monotonic() + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
+    except DatabaseError:
+        pass  # the cached row keeps serving; the next request tries again
     finally:
         _refreshing.pop(prefix, None)
 
@@ -96,7 +104,15 @@ async def _lookup(prefix: str) -> KeyPrincipal | None:
     loading = _loading.get(prefix)
     if loading is None or loading.get_loop() is not asyncio.get_running_loop():
         loading = _loading[prefix] = run_in_background(_read_and_store(prefix))
-    return await asyncio.shield(loading)
+    try:
+        return await asyncio.shield(loading)
+    except DatabaseError:
+        # The database is away: a key seen within STALE_IF_ERROR_S keeps working (a
+        # revocation still reaches every process through uberllm.events); an unknown
+        # one cannot be checked.
+        if hit is not None and now - hit[0] < STALE_IF_ERROR_S:
+            return hit[1]
+        raise KeyStoreUnavailable from None
 
 
 async def _read_and_store(prefix: str) -> KeyPrincipal | None:

@@ -15,6 +15,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from uberllm.aio import db_call, run_in_background
 
@@ -58,6 +59,8 @@ async def _read(organisation_id: int, api_key_id: int, month: datetime) -> Decim
 async def _reread(organisation_id: int, api_key_id: int, month: datetime) -> None:
     try:
         await _read(organisation_id, api_key_id, month)
+    except DatabaseError:
+        pass  # the cached spend keeps serving; the next request tries again
     finally:
         _refreshing.pop(api_key_id, None)
 
@@ -69,7 +72,12 @@ async def _month_spend(organisation_id: int, api_key_id: int, month: datetime) -
         if now >= hit[0] - _ttl() / 2 and api_key_id not in _refreshing:
             _refreshing[api_key_id] = run_in_background(_reread(organisation_id, api_key_id, month))
         return hit[2]
-    return await _read(organisation_id, api_key_id, month)
+    try:
+        return await _read(organisation_id, api_key_id, month)
+    except DatabaseError:
+        if hit is not None and hit[1] == month:
+            return hit[2]  # the database is away: the last known spend this month
+        raise
 
 
 async def key_over_monthly_limit(principal) -> str | None:

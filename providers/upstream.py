@@ -31,6 +31,7 @@ DONE = b"[DONE]"
 # After [DONE], how long to wait for the end of the response body (normally already
 # received) before closing the connection instead of returning it to the pool.
 DRAIN_AFTER_DONE_S = 0.5
+KEEPALIVE_S = 4.0
 
 
 class UpstreamError(Exception):
@@ -59,6 +60,9 @@ def _new_session() -> aiohttp.ClientSession:
     connector = guarded_connector(
         limit=conf["UPSTREAM_MAX_CONNECTIONS"], limit_per_host=0, ttl_dns_cache=60,
         enable_cleanup_closed=False,
+        # Below the usual servers' keep-alive (uvicorn 5 s): an idle pooled connection is
+        # dropped here before the provider drops it under a new request.
+        keepalive_timeout=KEEPALIVE_S,
     )  # fmt: skip
     read = max(conf["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"], conf["UPSTREAM_IDLE_TIMEOUT_S"])
     timeout = aiohttp.ClientTimeout(
@@ -211,10 +215,17 @@ class UpstreamStream:
 
 async def open_stream(call: UpstreamCall) -> UpstreamStream:
     """POST a streaming request; raises ``UpstreamError`` unless the provider says 200."""
-    try:
-        response = await _session().post(call.url, data=call.body, headers=_headers(call))
-    except Exception as exc:
-        raise _wrap(exc) from exc
+    for reused in (True, False):
+        try:
+            response = await _session().post(call.url, data=call.body, headers=_headers(call))
+            break
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            # A pooled connection the provider had just closed (keep-alive race): the
+            # request never reached it; once more on a fresh connection.
+            if not reused:
+                raise _wrap(exc) from exc
+        except Exception as exc:
+            raise _wrap(exc) from exc
     if response.status != 200:
         try:
             body = await response.content.read(4096)

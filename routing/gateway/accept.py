@@ -15,9 +15,10 @@ from datetime import datetime
 
 import orjson
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
-from billing.auth import KeyPrincipal, authenticate
+from billing.auth import KeyPrincipal, KeyStoreUnavailable, authenticate
 from billing.limits import key_over_monthly_limit
 
 from ..catalog import CatalogModel, EndpointRoute, catalog_cache
@@ -65,7 +66,15 @@ class Accepted:
 
 
 async def require_key(authorization: str | None) -> KeyPrincipal:
-    principal = await authenticate(authorization)
+    try:
+        principal = await authenticate(authorization)
+    except KeyStoreUnavailable:
+        raise GatewayError(
+            503,
+            "The key cannot be checked right now; retry shortly.",
+            code="key_store_unavailable",
+            retry_after_s=2,
+        ) from None
     if principal is None:
         raise GatewayError(401, "Missing, invalid or revoked API key.", code="invalid_api_key")
     return principal
@@ -178,7 +187,16 @@ async def accept(principal: KeyPrincipal, body: bytes) -> Accepted:
 
 async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
     """Plan an authenticated, validated request; raises GatewayError."""
-    if (over := await key_over_monthly_limit(principal)) is not None:
+    try:
+        over = await key_over_monthly_limit(principal)
+    except DatabaseError:
+        raise GatewayError(
+            503,
+            "The key's spend cannot be checked right now; retry shortly.",
+            code="key_store_unavailable",
+            retry_after_s=2,
+        ) from None
+    if over is not None:
         raise GatewayError(402, over, code="insufficient_quota")
     chat, model, (plan, cached, prompt_tokens, raw, hashes) = await _plan_model(chat)
     return Accepted(
