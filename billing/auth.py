@@ -43,6 +43,7 @@ STALE_IF_ERROR_S = 300.0  # how long a known key outlives its TTL while the data
 _cache: dict[str, tuple[float, KeyPrincipal | None]] = {}
 _refreshing: dict[str, asyncio.Task] = {}
 _loading: dict[str, asyncio.Task] = {}
+_unreachable_since: dict[str, float] = {}  # prefix -> when its re-reads started failing
 _forgotten = 0  # bumped by forget_cached_key: a re-read started before must not store
 
 
@@ -86,10 +87,23 @@ async def _reread(prefix: str) -> None:
         principal = await db_call(_load)(prefix)
         if forgotten == _forgotten:
             _store(prefix, time.monotonic() + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
+        _unreachable_since.pop(prefix, None)
     except DatabaseError:
-        pass  # the cached row keeps serving; the next request tries again
+        _extend_while_unreachable(prefix)
     finally:
         _refreshing.pop(prefix, None)
+
+
+def _extend_while_unreachable(prefix: str) -> None:
+    """The database did not answer a re-read: the cached row serves one more TTL (so
+    requests do not wait for the connect timeout), for STALE_IF_ERROR_S at most."""
+    hit = _cache.get(prefix)
+    if hit is None:
+        return
+    now = time.monotonic()
+    since = _unreachable_since.setdefault(prefix, now)
+    if now - since < STALE_IF_ERROR_S:
+        _cache[prefix] = (now + settings.UBERLLM["API_KEY_CACHE_TTL_S"], hit[1])
 
 
 async def _lookup(prefix: str) -> KeyPrincipal | None:
