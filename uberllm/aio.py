@@ -111,6 +111,10 @@ class BatchWriter(Generic[T]):
         """Items held back before they reach the queue (a writer may override it)."""
         return 0
 
+    def loop_running(self) -> bool:
+        task = self._task
+        return task is not None and not task.done() and task.get_loop().is_running()
+
     def runs_on(self, loop: asyncio.AbstractEventLoop) -> bool:
         return self._task is not None and self._task.get_loop() is loop
 
@@ -171,8 +175,11 @@ class BatchWriter(Generic[T]):
 
 
 def background_idle() -> bool:
-    """No detached task and no writer with pending items (tests wait for this)."""
-    return not _background and all(w.pending() == 0 for w in WRITERS)
+    """No detached task and no writer with pending items on a running event loop (tests
+    wait for this; a writer whose loop is not running, e.g. a test's own loop between
+    tests, cannot make progress now and is not waited for)."""
+    tasks_busy = any(not t.done() and t.get_loop().is_running() for t in _background)
+    return not tasks_busy and all(w.pending() == 0 or not w.loop_running() for w in WRITERS)
 
 
 WRITERS: list[BatchWriter] = []
