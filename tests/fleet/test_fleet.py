@@ -164,6 +164,48 @@ def test_a_monthly_limit_holds_across_instances(shared, tenant):
     FIGURES["monthly limit $0.01: spent when refused"] = f"${spent:.4f} ({served} calls)"
 
 
+def test_the_hedge_budget_is_never_overspent_across_instances(shared, tenant, emulator):
+    """Long streams through the load balancer to both instances (4 processes) while the
+    cheapest provider stalls: every one wants a hedge leg, the day's budget pays for
+    about two, and the shared row is never overspent."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from routing.budget import hedge_budget_open_day, nano
+    from routing.models import HedgeBudgetDay
+
+    with openai_client(shared.lb_url, tenant.key) as client:
+        for slug in ("alpha", "bravo", "charlie"):  # speed data: all fast enough
+            for _ in range(3):
+                _served(client, fresh(LONG), order=[slug], allow_fallbacks=False)
+    wait_finished_rows(9)
+    time.sleep(1.1)  # every instance's speed snapshot (1 s) has the samples
+    day = hedge_budget_open_day()
+    budget = nano(Decimal("0.02"))  # a hedge of ~35k tokens reserves ~$0.007-0.011
+    HedgeBudgetDay.objects.filter(id=day.id).update(budget_nanousd=budget, spent_nanousd=0)
+    emulator.control("alpha", ttft_base_s=2.0)  # the cheapest stalls: hedges are wanted
+
+    def stream_one(_: int) -> int:
+        body = {"model": TEST_MODEL, "messages": fresh(LONG), "stream": True, "max_tokens": 2}
+        with httpx.stream("POST", f"{shared.lb_url}/api/v1/chat/completions", json=body,
+                          headers={"Authorization": f"Bearer {tenant.key}"},
+                          timeout=60) as response:  # fmt: skip
+            for _ in response.iter_lines():
+                pass
+            return response.status_code
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        statuses = list(pool.map(stream_one, range(12)))
+    assert statuses == [200] * 12
+    wait_finished_rows(21)
+    wait_database_quiet()
+    day.refresh_from_db()
+    assert day.hedges >= 1, "no hedge was started: the test proves nothing"
+    assert day.spent_nanousd <= day.budget_nanousd
+    FIGURES["hedge budget $0.02 across 4 processes, 12 stalled long streams"] = (
+        f"{day.hedges} hedges reserved, spent ${day.spent_usd:.6f}"
+    )
+
+
 def stream_lines(base_url: str, key: str, lines: list[str], started: threading.Event) -> None:
     body = {"model": TEST_MODEL, "stream": True,
             "messages": [{"role": "user", "content": f"{time.time_ns()} tell me"}]}  # fmt: skip
