@@ -44,8 +44,8 @@ INSTALLED_APPS = [
     "routing",
 ]
 
-# Every middleware is async-capable, so the views run in the request's own task (see
-# routing/proxy/stream.py). The chat endpoint skips this chain (uberllm/asgi.py).
+# The dashboard, admin and APIs go through this chain; the chat endpoints skip it (a lean
+# ASGI handler, routing/gateway/asgi.py, mounted in uberllm/asgi.py).
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
