@@ -140,6 +140,7 @@ def reset_process_caches(test_name: str) -> None:
     catalog_cache.invalidate()
     memory.reset_memory()
     auth._cache.clear()
+    auth._unknown.clear()
     limits.forget_key_spend()
     shared._kv = None
     settings.UBERLLM["SHARED_KEY_PREFIX"] = f"ullm-test-{time.time_ns()}-{abs(hash(test_name))}"

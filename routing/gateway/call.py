@@ -44,6 +44,7 @@ from ..errors import GatewayError
 from .accept import Accepted
 from .assemble import CompletionAssembler
 from .finish import Outcome, finish
+from .heartbeat import register, unregister
 from .relay import DONE, DONE_DATA, KEEPALIVE, ChunkRewriter, LiveAttempt, encode_all, error_chunk
 from .respond import Responder
 from .router import LiveRouter
@@ -109,6 +110,7 @@ class LiveCall:
 
     # --- the loop ------------------------------------------------------------------------
     async def run(self) -> None:
+        register(self)  # the row is checkpointed while the call lives
         try:
             await self._apply(self.session.start(time.monotonic()))
             while not self.session.done:
@@ -131,6 +133,7 @@ class LiveCall:
 
     def _wrap_up(self) -> None:
         """Settle the hedge budget and write the outcome (once, synchronously)."""
+        unregister(self)
         self._settle_hedges()
         finish(self.accepted, self.outcome, self)
 
