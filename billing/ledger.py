@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import partial
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -207,10 +208,20 @@ def _new_activity(row: OpenRow, *, touch: bool = True) -> Activity:
     )  # fmt: skip
 
 
+_touched: dict[int, datetime] = {}  # api_key_id -> last_used_at this process wrote
+
+
 def _touch_key(api_key_id: int, used_at: datetime) -> None:
-    """At most one write a minute per key: a busy key's row is not rewritten per call."""
+    """At most one write a minute per key: a busy key's row is not rewritten per call
+    (and this process does not even ask while its own last write is that recent)."""
+    last = _touched.get(api_key_id)
+    if last is not None and used_at - last < LAST_USED_RESOLUTION:
+        return
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=used_at - LAST_USED_RESOLUTION)
     ApiKey.objects.filter(stale, id=api_key_id).update(last_used_at=used_at)
+    if len(_touched) >= 100_000:
+        _touched.clear()
+    _touched[api_key_id] = used_at
 
 
 def ledger_write(items: list[LedgerItem]) -> None:
@@ -284,10 +295,10 @@ def _write_batch(items: list[LedgerItem]) -> None:
     for activity, result in new_rows:
         if result is not None:
             _apply_result(activity, result)
-    Activity.objects.bulk_create([activity for activity, _ in new_rows])
+    insert_rows(Activity, [activity for activity, _ in new_rows])
     done += [(activity, result) for activity, result in new_rows if result is not None]
     attempts = [a for activity, result in done for a in _attempt_rows(activity, result.attempts)]
-    Attempt.objects.bulk_create(attempts)
+    insert_rows(Attempt, attempts)
     latest: dict[int, datetime] = {}
     for row, _ in items:
         latest[row.api_key_id] = max(row.created_at, latest.get(row.api_key_id, row.created_at))
@@ -296,6 +307,60 @@ def _write_batch(items: list[LedgerItem]) -> None:
 
 
 UNFINISHED = "unfinished: the gateway process stopped before the call ended"
+
+
+def insert_rows(model, objs: list) -> None:
+    """``bulk_create`` for the writer's hot batches, at a fraction of its CPU: one
+    multi-row INSERT ... RETURNING id, each value prepared once by its field's own
+    database conversion (only for the fields that need one). Sets ``obj.id``."""
+    columns, preps = _insert_plan(model)
+    per_statement = max(1, MAX_QUERY_PARAMS // len(preps))
+    for start in range(0, len(objs), per_statement):
+        _insert_chunk(model, objs[start : start + per_statement], columns, preps)
+
+
+MAX_QUERY_PARAMS = 30_000  # below SQLite's 32,766 and PostgreSQL's 65,535
+
+
+def _insert_chunk(model, objs: list, columns: str, preps: list) -> None:
+    values = [prep(getattr(obj, attname)) for obj in objs for attname, prep in preps]
+    row = "(" + ", ".join(["%s"] * len(preps)) + ")"
+    table = connection.ops.quote_name(model._meta.db_table)
+    # Names come from the model (quoted), values are all parameters.
+    sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * len(objs))} RETURNING id"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        ids = [r[0] for r in cursor.fetchall()]
+    for obj, pk in zip(objs, ids, strict=True):
+        obj.id = pk
+        obj._state.adding = False
+
+
+_insert_plans: dict = {}
+
+
+def _insert_plan(model):
+    plan = _insert_plans.get((model, connection.vendor))
+    if plan is None:
+        fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        simple = (models.CharField, models.TextField, models.IntegerField, models.BooleanField)
+        preps = []
+        for f in fields:
+            if isinstance(f, simple) and not f.is_relation:
+                preps.append((f.attname, _same))
+            else:  # dates, decimals, JSON, foreign keys: the field's own conversion
+                preps.append((f.attname, partial(_db_prep, f)))
+        columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+        plan = _insert_plans[(model, connection.vendor)] = (columns, preps)
+    return plan
+
+
+def _same(value):
+    return value
+
+
+def _db_prep(field, value):
+    return field.get_db_prep_save(value, connection)
 
 
 def activity_reconcile(*, older_than_s: float) -> int:
