@@ -207,8 +207,8 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
         result.prices = {"input": "0.27", "output": "1.1"}
         result.ttft_ms, result.hedged, result.hedge_cost_usd = 321, True, Decimal("0.0004")
     assert activity_finish(results["gen-orm"], rows["gen-orm"]) is True  # ORM save
-    ledger_write([(rows[rid], None) for rid in ("gen-batch-1", "gen-batch-2")]
-                 + [(rows[rid], results[rid]) for rid in ("gen-batch-1", "gen-batch-2")])  # fmt: skip
+    batch = ("gen-batch-1", "gen-batch-2")
+    ledger_write([(rows[r], None) for r in batch] + [(rows[r], results[r]) for r in batch])
 
     def stored(request_id: str) -> dict:
         row = Activity.objects.filter(request_id=request_id).values().get()
