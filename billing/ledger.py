@@ -171,7 +171,7 @@ def _finish_pending(
     for activity in pending:
         _apply_result(activity, results[activity.request_id])
     if pending:
-        Activity.objects.bulk_update(pending, FINISH_FIELDS)
+        update_rows(Activity, pending, FINISH_FIELDS)
     found = {row.request_id for row in rows}
     missing = [rid for rid in results if rid not in found]
     return [(activity, results[activity.request_id]) for activity in pending], missing
@@ -317,6 +317,24 @@ def insert_rows(model, objs: list) -> None:
     per_statement = max(1, MAX_QUERY_PARAMS // len(preps))
     for start in range(0, len(objs), per_statement):
         _insert_chunk(model, objs[start : start + per_statement], columns, preps)
+
+
+def update_rows(model, objs: list, names: tuple[str, ...]) -> None:
+    """``bulk_update`` for the writer's hot batches: one prepared ``UPDATE ... WHERE id``
+    run for every row (``executemany``), instead of Django's CASE WHEN per field and row
+    (which cost the gateway 40% of its CPU at 32 streams)."""
+    _, preps = _insert_plan(model)
+    prep_of = dict(preps)
+    fields = [model._meta.get_field(name) for name in names]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    table = quote(model._meta.db_table)
+    sql = f"UPDATE {table} SET {assignments} WHERE id = %s"  # noqa: S608 - names from the model
+    params = [
+        [prep_of[f.attname](getattr(obj, f.attname)) for f in fields] + [obj.id] for obj in objs
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 MAX_QUERY_PARAMS = 30_000  # below SQLite's 32,766 and PostgreSQL's 65,535

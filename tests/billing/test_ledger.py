@@ -199,7 +199,7 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
 
     now = timezone.now()
     rows = {}
-    for request_id in ("gen-orm", "gen-batch-1", "gen-batch-2"):
+    for request_id in ("gen-orm", "gen-batch-1", "gen-batch-2", "gen-later-1", "gen-later-2"):
         rows[request_id] = OpenRow(request_id, tenant.organisation.id, tenant.api_key.id,
                                    TEST_MODEL, True, now)  # fmt: skip
     results = {rid: _result(rid) for rid in rows}
@@ -209,6 +209,9 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
     assert activity_finish(results["gen-orm"], rows["gen-orm"]) is True  # ORM save
     batch = ("gen-batch-1", "gen-batch-2")
     ledger_write([(rows[r], None) for r in batch] + [(rows[r], results[r]) for r in batch])
+    later = ("gen-later-1", "gen-later-2")  # streams: opened, then finished in a later batch
+    ledger_write([(rows[r], None) for r in later])
+    ledger_write([(rows[r], results[r]) for r in later])
 
     def stored(request_id: str) -> dict:
         row = Activity.objects.filter(request_id=request_id).values().get()
@@ -221,5 +224,6 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
 
     orm = stored("gen-orm")
     assert orm["list_cost_usd"] is not None and orm["prices"] == {"input": "0.27", "output": "1.1"}
-    assert stored("gen-batch-1") == orm and stored("gen-batch-2") == orm
-    assert Activity.objects.filter(created_at=now).count() == 3  # the same instant, exactly
+    for request_id in ("gen-batch-1", "gen-batch-2", "gen-later-1", "gen-later-2"):
+        assert stored(request_id) == orm, request_id
+    assert Activity.objects.filter(created_at=now).count() == 5  # the same instant, exactly
