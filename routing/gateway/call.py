@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from decimal import Decimal
 
 import orjson
@@ -88,6 +90,27 @@ async def _first_token(attempt: LiveAttempt) -> None:
             if rewriter.saw_token:
                 stream.push_back(events[index + 1 :])
                 return
+
+
+async def _rewritten_reads(attempt: LiveAttempt) -> AsyncIterator[tuple[list[dict], bool]]:
+    """The serving leg's rewritten chunks after its first token, one list per upstream
+    read, with True on the read that carried [DONE] (the last); raises UpstreamError on
+    an error chunk. A stream that just ends yields no True (``rewriter.finished`` says
+    whether it had finished)."""
+    stream, rewriter = attempt.stream, attempt.rewriter
+    assert stream is not None
+    while (events := await stream.next_events()) is not None:
+        batch = []
+        for data in events:
+            if data == DONE_DATA:
+                yield batch, True
+                return
+            chunk = rewriter.rewrite(data)
+            if rewriter.upstream_error is not None:
+                raise UpstreamError("protocol", rewriter.upstream_error)
+            if chunk:
+                batch.append(chunk)
+        yield batch, False
 
 
 class LiveCall:
@@ -336,24 +359,17 @@ class LiveCall:
         try:
             if attempt.pending:
                 await out.write(encode_all(attempt.pending))
-            # One write per upstream read: the chunks that arrived together leave together.
-            while (events := await stream.next_events()) is not None:
-                batch, done = [], False
-                for data in events:
-                    if data == DONE_DATA:
-                        done = True
+            # One write per upstream read: the chunks that arrived together leave together;
+            # the last ones leave with [DONE].
+            batch = []
+            async with aclosing(_rewritten_reads(attempt)) as reads:
+                async for batch, done in reads:
+                    if done:
                         break
-                    chunk = rewriter.rewrite(data)
-                    if rewriter.upstream_error is not None:
-                        raise UpstreamError("protocol", rewriter.upstream_error)
-                    if chunk:
-                        batch.append(chunk)
-                if done:
-                    break
-                if batch:
-                    await out.write(encode_all(batch))
-            else:
-                batch = []
+                    if batch:
+                        await out.write(encode_all(batch))
+                else:
+                    batch = []
             if not rewriter.finished:
                 raise UpstreamError("protocol", "upstream stream was cut before it finished")
             self._attempt_done(attempt, "success")
@@ -378,16 +394,9 @@ class LiveCall:
         try:
             for chunk in attempt.pending:
                 assembler.add(chunk)
-            done = False
-            while not done and (events := await stream.next_events()) is not None:
-                for data in events:
-                    if data == DONE_DATA:
-                        done = True
-                        break
-                    chunk = rewriter.rewrite(data)
-                    if rewriter.upstream_error is not None:
-                        raise UpstreamError("protocol", rewriter.upstream_error)
-                    if chunk:
+            async with aclosing(_rewritten_reads(attempt)) as reads:
+                async for batch, _ in reads:
+                    for chunk in batch:
                         assembler.add(chunk)
             if not rewriter.finished:
                 raise UpstreamError("protocol", "upstream stream was cut before it finished")
