@@ -38,9 +38,15 @@ class KeyPrincipal:
 
 
 MAX_CACHED_KEYS = 100_000
+MAX_CACHED_UNKNOWN = 10_000
+MAX_UNKNOWN_LOOKUPS = 4  # database reads of uncached prefixes in flight, per process
 STALE_IF_ERROR_S = 300.0  # how long a known key outlives its TTL while the database is away
 # prefix -> (expires at (monotonic), principal); re-read from expires - TTL/2 on.
+# Least recently used first. Prefixes with no key live in ``_unknown`` (bounded apart),
+# so a flood of made-up prefixes can neither evict real keys nor grow memory.
 _cache: dict[str, tuple[float, KeyPrincipal | None]] = {}
+_unknown: dict[str, float] = {}  # prefix -> expires at (monotonic)
+_lookups: asyncio.Semaphore | None = None
 _refreshing: dict[str, asyncio.Task] = {}
 _loading: dict[str, asyncio.Task] = {}
 _unreachable_since: dict[str, float] = {}  # prefix -> when its re-reads started failing
@@ -51,6 +57,7 @@ def forget_cached_key(prefix: str) -> None:
     global _forgotten
     _forgotten += 1
     _cache.pop(prefix, None)
+    _unknown.pop(prefix, None)  # a key just created under it must be found
 
 
 def _load(prefix: str) -> KeyPrincipal | None:
@@ -71,10 +78,19 @@ def _load(prefix: str) -> KeyPrincipal | None:
 
 
 def _store(prefix: str, expires: float, principal: KeyPrincipal | None) -> None:
-    _cache.pop(prefix, None)
-    _cache[prefix] = (expires, principal)
-    while len(_cache) > MAX_CACHED_KEYS:  # the least recently stored goes first
-        _cache.pop(next(iter(_cache)))
+    if principal is None:
+        _cache.pop(prefix, None)
+        _bounded_put(_unknown, prefix, expires, MAX_CACHED_UNKNOWN)
+        return
+    _unknown.pop(prefix, None)
+    _bounded_put(_cache, prefix, (expires, principal), MAX_CACHED_KEYS)
+
+
+def _bounded_put(cache: dict, key: str, value, limit: int) -> None:
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > limit:  # the least recently used goes first
+        cache.pop(next(iter(cache)))
 
 
 class KeyStoreUnavailable(Exception):
@@ -108,8 +124,11 @@ def _extend_while_unreachable(prefix: str) -> None:
 
 async def _lookup(prefix: str) -> KeyPrincipal | None:
     now = time.monotonic()
+    if _unknown.get(prefix, 0.0) > now:
+        return None  # no key has it: no query, no growth
     hit = _cache.get(prefix)
     if hit is not None and hit[0] > now:
+        _cache[prefix] = _cache.pop(prefix)  # most recently used
         ttl = settings.UBERLLM["API_KEY_CACHE_TTL_S"]
         if now >= hit[0] - ttl / 2 and prefix not in _refreshing:
             _refreshing[prefix] = run_in_background(_reread(prefix))
@@ -129,10 +148,21 @@ async def _lookup(prefix: str) -> KeyPrincipal | None:
         raise KeyStoreUnavailable from None
 
 
+def _lookup_slots() -> asyncio.Semaphore:
+    global _lookups
+    if _lookups is None or getattr(_lookups, "_loop", None) not in (
+        None, asyncio.get_running_loop(),
+    ):  # fmt: skip
+        _lookups = asyncio.Semaphore(MAX_UNKNOWN_LOOKUPS)
+    return _lookups
+
+
 async def _read_and_store(prefix: str) -> KeyPrincipal | None:
     try:
         forgotten = _forgotten
-        principal = await db_call(_load)(prefix)
+        # A flood of made-up prefixes queues here instead of taking the database pool.
+        async with _lookup_slots():
+            principal = await db_call(_load)(prefix)
         if forgotten == _forgotten:
             _store(prefix, time.monotonic() + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
         return principal

@@ -15,6 +15,8 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from uberllm.lean_sql import insert_rows, update_rows
+
 from .models import Activity, ApiKey, Attempt
 from .savings import fill_savings
 
@@ -63,6 +65,23 @@ class CallResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A call still in flight: its row is alive (``heartbeat_at``) and, once a stream is
+    served, what was delivered so far (the provider charges for it even if the process
+    dies before the call ends). Applied to a pending row only."""
+
+    request_id: str
+    at: datetime
+    endpoint_id: int | None = None
+    provider_slug: str = ""
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+    prices: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class OpenRow:
     """What the pending row of an accepted request says."""
 
@@ -72,6 +91,10 @@ class OpenRow:
     model_slug: str
     stream: bool
     created_at: datetime
+
+
+# The ledger writer's items: an opening (None), an outcome, or a checkpoint.
+LedgerItem = tuple[OpenRow, CallResult | Checkpoint | None]
 
 
 def activity_open(
@@ -149,7 +172,7 @@ def _finish_pending(
     for activity in pending:
         _apply_result(activity, results[activity.request_id])
     if pending:
-        Activity.objects.bulk_update(pending, FINISH_FIELDS)
+        update_rows(Activity, pending, FINISH_FIELDS)
     found = {row.request_id for row in rows}
     missing = [rid for rid in results if rid not in found]
     return [(activity, results[activity.request_id]) for activity in pending], missing
@@ -186,13 +209,23 @@ def _new_activity(row: OpenRow, *, touch: bool = True) -> Activity:
     )  # fmt: skip
 
 
+_touched: dict[int, datetime] = {}  # api_key_id -> last_used_at this process wrote
+
+
 def _touch_key(api_key_id: int, used_at: datetime) -> None:
-    """At most one write a minute per key: a busy key's row is not rewritten per call."""
+    """At most one write a minute per key: a busy key's row is not rewritten per call
+    (and this process does not even ask while its own last write is that recent)."""
+    last = _touched.get(api_key_id)
+    if last is not None and used_at - last < LAST_USED_RESOLUTION:
+        return
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=used_at - LAST_USED_RESOLUTION)
     ApiKey.objects.filter(stale, id=api_key_id).update(last_used_at=used_at)
+    if len(_touched) >= 100_000:
+        _touched.clear()
+    _touched[api_key_id] = used_at
 
 
-def ledger_write(items: list[tuple[OpenRow, CallResult | None]]) -> None:
+def ledger_write(items: list[LedgerItem]) -> None:
     """Apply a batch of ledger writes in order: open a row, or finish it (inserting it
     finished when its opening is in the same batch). Every step is idempotent, so a
     batch retried after a failure (the database went away half-way) writes each row
@@ -200,7 +233,11 @@ def ledger_write(items: list[tuple[OpenRow, CallResult | None]]) -> None:
 
     Fast path: the whole batch in one transaction, new rows in one multi-row INSERT and
     their attempts in another (a commit and two statements per batch instead of four
-    statements and a commit per call). Any error falls back to the row-by-row path."""
+    statements and a commit per call). Any error falls back to the row-by-row path.
+    Checkpoints of calls in flight are applied last, to rows still pending."""
+    checkpoints = [item for _, item in items if isinstance(item, Checkpoint)]
+    if checkpoints:
+        items = [(row, item) for row, item in items if not isinstance(item, Checkpoint)]
     try:
         with transaction.atomic():
             _write_batch(items)
@@ -209,6 +246,25 @@ def ledger_write(items: list[tuple[OpenRow, CallResult | None]]) -> None:
             raise  # the database is away: the writer retries the whole batch later
         for row, result in items:  # a row the fast path cannot write (already exists...)
             _write_one(row, result, items)
+    if checkpoints:
+        apply_checkpoints(checkpoints)
+
+
+def apply_checkpoints(checkpoints: list[Checkpoint]) -> None:
+    """Mark the rows of calls in flight alive: one UPDATE for all of them, plus one per
+    call that has delivered tokens (its checkpoint). Finished rows are never touched."""
+    pending = Activity.objects.filter(status=Activity.Status.PENDING)
+    alive = [c.request_id for c in checkpoints if c.endpoint_id is None]
+    if alive:
+        pending.filter(request_id__in=alive).update(heartbeat_at=max(c.at for c in checkpoints))
+    for c in checkpoints:
+        if c.endpoint_id is not None:
+            pending.filter(request_id=c.request_id).update(
+                heartbeat_at=c.at, endpoint_id=c.endpoint_id, provider_slug=c.provider_slug,
+                prompt_tokens=c.prompt_tokens, cached_tokens=c.cached_tokens,
+                completion_tokens=c.completion_tokens, cost_usd=c.cost_usd,
+                prices=c.prices, usage_estimated=True,
+            )  # fmt: skip
 
 
 def _write_one(row: OpenRow, result: CallResult | None, items) -> None:
@@ -222,7 +278,7 @@ def _write_one(row: OpenRow, result: CallResult | None, items) -> None:
         )  # fmt: skip
 
 
-def _write_batch(items: list[tuple[OpenRow, CallResult | None]]) -> None:
+def _write_batch(items: list[LedgerItem]) -> None:
     finished = {row.request_id: (row, result) for row, result in items if result is not None}
     opened_here = {row.request_id for row, result in items if result is None}
     new_rows: list[tuple[Activity, CallResult | None]] = [
@@ -240,10 +296,10 @@ def _write_batch(items: list[tuple[OpenRow, CallResult | None]]) -> None:
     for activity, result in new_rows:
         if result is not None:
             _apply_result(activity, result)
-    Activity.objects.bulk_create([activity for activity, _ in new_rows])
+    insert_rows(Activity, [activity for activity, _ in new_rows])
     done += [(activity, result) for activity, result in new_rows if result is not None]
     attempts = [a for activity, result in done for a in _attempt_rows(activity, result.attempts)]
-    Attempt.objects.bulk_create(attempts)
+    insert_rows(Attempt, attempts)
     latest: dict[int, datetime] = {}
     for row, _ in items:
         latest[row.api_key_id] = max(row.created_at, latest.get(row.api_key_id, row.created_at))
@@ -251,15 +307,29 @@ def _write_batch(items: list[tuple[OpenRow, CallResult | None]]) -> None:
         _touch_key(api_key_id, used_at)
 
 
+UNFINISHED = "unfinished: the gateway process stopped before the call ended"
+
+
+UNFINISHED = "unfinished: the gateway process stopped before the call ended"
+
+
 def activity_reconcile(*, older_than_s: float) -> int:
-    """Finish rows a crashed or killed gateway process left pending (older than the
-    bound). Nothing is known of such a call's usage, so it is closed as an error at $0;
-    a conditional update, so running it twice changes nothing. Returns rows closed."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_s)
-    return Activity.objects.filter(status=Activity.Status.PENDING, created_at__lt=cutoff).update(
-        status=Activity.Status.ERROR,
-        http_status=500,
-        error_message="unfinished: the gateway process stopped before the call ended",
-        cost_usd=Decimal(0),
-        finished_at=timezone.now(),
+    """Finish rows a crashed or killed gateway process left pending: no heartbeat (or,
+    never beaten, no opening) for ``older_than_s``. A row whose last checkpoint recorded
+    delivered tokens is billed for them at the prices it recorded (what the provider
+    charged for; marked estimated); a row with none is closed at $0. Conditional
+    updates, so running it twice changes nothing. Returns rows closed."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=older_than_s)
+    stale = Activity.objects.filter(status=Activity.Status.PENDING, created_at__lt=cutoff).filter(
+        Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff)
     )
+    closed = stale.filter(completion_tokens__gt=0).update(
+        status=Activity.Status.ERROR, http_status=500, usage_estimated=True, finished_at=now,
+        error_message=f"{UNFINISHED}; the tokens delivered until then are billed",
+    )  # fmt: skip
+    closed += stale.update(
+        status=Activity.Status.ERROR, http_status=500, error_message=UNFINISHED,
+        cost_usd=Decimal(0), prompt_tokens=0, cached_tokens=0, finished_at=now,
+    )  # fmt: skip
+    return closed

@@ -19,19 +19,19 @@ from __future__ import annotations
 import asyncio
 import time
 
-from billing.ledger import CallResult, OpenRow, ledger_write
+from billing.ledger import CallResult, Checkpoint, LedgerItem, OpenRow, ledger_write
 from uberllm.aio import BatchWriter, db_call, run_service
 
 _write = db_call(ledger_write)
 NOTIFY_TIMEOUT_S = 1.0
 
 
-async def _flush(batch: list[tuple[OpenRow, CallResult | None]]) -> None:
+async def _flush(batch: list[LedgerItem]) -> None:
     await _write(batch)
     await _notify_dashboards(batch)
 
 
-async def _notify_dashboards(batch: list[tuple[OpenRow, CallResult | None]]) -> None:
+async def _notify_dashboards(batch: list[LedgerItem]) -> None:
     """Tell live Activity pages of the finished rows: one channel-layer message per
     organisation and batch; best effort (the page falls back to refreshing)."""
     from channels.layers import get_channel_layer
@@ -41,6 +41,8 @@ async def _notify_dashboards(batch: list[tuple[OpenRow, CallResult | None]]) -> 
     by_organisation: dict[int, list[dict]] = {}
     finished = {row.request_id for row, result in batch if result is not None}
     for row, result in batch:
+        if isinstance(result, Checkpoint):
+            continue
         if result is None and row.request_id in finished:
             continue  # opened and finished in this batch: one event
         status, provider = (result.status, result.provider_slug) if result else ("pending", "")
@@ -60,7 +62,7 @@ async def _notify_dashboards(batch: list[tuple[OpenRow, CallResult | None]]) -> 
         pass
 
 
-ledger_writer: BatchWriter[tuple[OpenRow, CallResult | None]] = BatchWriter(
+ledger_writer: BatchWriter[LedgerItem] = BatchWriter(
     "ledger", _flush, max_items=1_000_000, batch_size=200, retry=True, linger_s=0.05
 )
 
@@ -105,6 +107,13 @@ def queue_open(row: OpenRow) -> None:
 def queue_finish(row: OpenRow, result: CallResult) -> None:
     deferred_opens.drop(row.request_id)  # ended within the deferral: one INSERT
     ledger_writer.put((row, result))
+
+
+def queue_checkpoints(checkpoints: list[tuple[OpenRow, Checkpoint]]) -> None:
+    """Heartbeats of the calls in flight (routing.gateway.heartbeat): best effort, a
+    full queue drops them (the next beat carries newer numbers)."""
+    for item in checkpoints:
+        ledger_writer.put(item)
 
 
 def _record_rejected_batch(batch: list[dict]) -> None:

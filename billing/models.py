@@ -110,12 +110,22 @@ class Activity(models.Model):
     cheapest_cost_usd = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
     created_at = models.DateTimeField(db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A call in flight checkpoints its row every LEDGER_HEARTBEAT_S (with the tokens
+    # delivered so far), so the reconciler closes a dead process's rows within minutes,
+    # billing what was delivered (docs/security.md "Partial calls").
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["organisation", "-created_at"]),
             models.Index(fields=["api_key", "created_at"]),  # a key's monthly spend
+            # The reconciler's scan: only the (few) pending rows, whatever the table size.
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(status="pending"),
+                name="activity_pending_created",
+            ),
         ]
         verbose_name_plural = "activities"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from uberllm.aio import BatchWriter, db_call
+from uberllm.lean_sql import insert_rows
 
 from .models import SpeedSample
 from .shared import LogEntry, key, shared_kv
@@ -27,7 +28,7 @@ class MarkLesson:
 
 
 def _bulk_create(samples: list[SpeedSample]) -> None:
-    SpeedSample.objects.bulk_create(samples)
+    insert_rows(SpeedSample, samples)
 
 
 _bulk_create_async = db_call(_bulk_create)

@@ -133,13 +133,15 @@ def wait_learnt() -> None:
 def reset_process_caches(test_name: str) -> None:
     """Drop in-process caches and namespace the shared store for this test, so tests
     cannot see each other's catalog, keys, marks or prefixes."""
-    from billing import auth, limits
+    from billing import auth, ledger, limits
     from routing import memory, shared
     from routing.catalog import catalog_cache
 
     catalog_cache.invalidate()
     memory.reset_memory()
     auth._cache.clear()
+    auth._unknown.clear()
+    ledger._touched.clear()
     limits.forget_key_spend()
     shared._kv = None
     settings.UBERLLM["SHARED_KEY_PREFIX"] = f"ullm-test-{time.time_ns()}-{abs(hash(test_name))}"

@@ -300,8 +300,12 @@ UBERLLM = {
     "PROBE_TIMEOUT_S": env.float("UBERLLM_PROBE_TIMEOUT_S", default=90.0),
     # Retention: probe results are kept this many days (speed samples: SPEED_MAX_AGE_S).
     "PROBE_RESULT_MAX_AGE_DAYS": env.int("UBERLLM_PROBE_RESULT_MAX_AGE_DAYS", default=30),
-    # The reconciler closes Activity rows still pending after this long (a crashed process).
-    "RECONCILE_AFTER_S": env.float("UBERLLM_RECONCILE_AFTER_S", default=3600.0),
+    # Calls in flight checkpoint their Activity row this often (alive + tokens delivered);
+    # the reconciler (every RECONCILE_EVERY_S) closes a pending row whose last beat is
+    # older than RECONCILE_AFTER_S (a dead process), billing what was delivered.
+    "LEDGER_HEARTBEAT_S": env.float("UBERLLM_LEDGER_HEARTBEAT_S", default=30.0),
+    "RECONCILE_AFTER_S": env.float("UBERLLM_RECONCILE_AFTER_S", default=90.0),
+    "RECONCILE_EVERY_S": env.float("UBERLLM_RECONCILE_EVERY_S", default=30.0),
     # In-process caches in front of the shared stores (seconds).
     "CATALOG_CACHE_TTL_S": env.float("UBERLLM_CATALOG_CACHE_TTL_S", default=5.0),
     "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),
@@ -356,8 +360,8 @@ CELERY_BEAT_SCHEDULE = {
     # Ledger: close rows a crashed gateway process left pending.
     "activity-reconcile": {
         "task": "billing.activity_reconcile",
-        "schedule": 300.0,
-        "options": {"expires": 300.0},
+        "schedule": UBERLLM["RECONCILE_EVERY_S"],
+        "options": {"expires": UBERLLM["RECONCILE_EVERY_S"]},
     },
     # R3.4: open each UTC day's hedge budget at 00:00 (and every hour, harmlessly).
     "hedge-budget-open-day": {

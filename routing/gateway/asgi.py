@@ -26,7 +26,7 @@ from uberllm import events, metrics
 from uberllm.logs import bind_generation_id, unbind_generation_id
 
 from ..errors import GatewayError
-from .accept import accept, require_key
+from .accept import Accepted, accept, require_key
 from .call import LiveCall
 from .finish import start
 from .respond import Responder
@@ -116,31 +116,47 @@ def _record_rejection(principal: KeyPrincipal, error: GatewayError, body: bytes)
     )  # fmt: skip
 
 
-class ChatApp:
-    """ASGI app for ``POST /api/v1/chat/completions``."""
+class GatewayApp:
+    """What every lean gateway endpoint shares: POST only, admission, the body with its
+    limit, the content type, the key, then acceptance (``accept``, per endpoint) and the
+    call. A 4xx answered to an identified key is recorded; any unexpected exception is
+    answered as a JSON 500. Subclasses set the responder (the wire format of replies and
+    errors) and how a body is accepted."""
 
+    responder: type[Responder] = Responder
     listening = False
 
+    def overloaded(self) -> GatewayError:
+        return GatewayError(503, "The gateway is at capacity; retry shortly.",
+                            code="overloaded", retry_after_s=1)  # fmt: skip
+
+    def authorization(self, scope: dict[str, Any]) -> str | None:
+        return _header(scope, b"authorization")
+
+    async def accept(
+        self, scope: dict[str, Any], principal: KeyPrincipal, body: bytes, out: Responder
+    ) -> Accepted | None:
+        """The accepted call, or None when the request was answered already."""
+        return await accept(principal, body)
+
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
-        if not ChatApp.listening:  # change propagation (uberllm.events), once per process
-            ChatApp.listening = True
+        if not GatewayApp.listening:  # change propagation (uberllm.events), once per process
+            GatewayApp.listening = True
             events.start_listener()
-        out = Responder(send)
+        out = self.responder(send)
         if scope["method"] != "POST":
             await out.error(GatewayError(405, "Use POST.", allow="POST"))
             return
         if not admission.try_enter():
             metrics.set_inflight(admission.in_flight)
-            error = GatewayError(503, "The gateway is at capacity; retry shortly.",
-                                 code="overloaded", retry_after_s=1)  # fmt: skip
-            await out.error(error)
+            await out.error(self.overloaded())
             return
         try:
             await self._handle(scope, receive, out)
         except asyncio.CancelledError:
             pass  # the client went away; the call (if any) finished its row
         except Exception:
-            logger.exception("chat request failed")
+            logger.exception("%s request failed", type(self).__name__)
             if not out.started:
                 await out.error(GatewayError(500, "Internal gateway error.", code="internal"))
         finally:
@@ -153,24 +169,35 @@ class ChatApp:
             body = await read_body(scope, receive)
             if not _content_type_ok(scope):
                 raise GatewayError(415, "Content-Type must be application/json.")
-            principal = await require_key(_header(scope, b"authorization"))
-            accepted = await accept(principal, body)
+            principal = await require_key(self.authorization(scope))
+            accepted = await self.accept(scope, principal, body, out)
         except GatewayError as exc:
             await out.error(exc)
             if principal is not None and 400 <= exc.status < 500:
                 _record_rejection(principal, exc, body)
             return
-        start(accepted)
-        log_context = bind_generation_id(accepted.request_id)
-        metrics.set_inflight(admission.in_flight)
-        task = asyncio.current_task()
-        assert task is not None
-        watcher = asyncio.ensure_future(_watch_disconnect(receive, task, out))
-        try:
-            await LiveCall(accepted, out).run()
-        finally:
-            watcher.cancel()
-            unbind_generation_id(log_context)
+        if accepted is not None:
+            await serve(accepted, receive, out)
+
+
+async def serve(accepted: Accepted, receive, out: Responder) -> None:
+    """Run an accepted call to its end: its row opened, its log lines tagged with the
+    generation id, and the client's disconnect cancelling it."""
+    start(accepted)
+    log_context = bind_generation_id(accepted.request_id)
+    metrics.set_inflight(admission.in_flight)
+    task = asyncio.current_task()
+    assert task is not None
+    watcher = asyncio.ensure_future(_watch_disconnect(receive, task, out))
+    try:
+        await LiveCall(accepted, out).run()
+    finally:
+        watcher.cancel()
+        unbind_generation_id(log_context)
+
+
+class ChatApp(GatewayApp):
+    """ASGI app for ``POST /api/v1/chat/completions``."""
 
 
 chat_app = ChatApp()

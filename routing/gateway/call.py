@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from decimal import Decimal
 
 import orjson
@@ -44,6 +46,7 @@ from ..errors import GatewayError
 from .accept import Accepted
 from .assemble import CompletionAssembler
 from .finish import Outcome, finish
+from .heartbeat import register, unregister
 from .relay import DONE, DONE_DATA, KEEPALIVE, ChunkRewriter, LiveAttempt, encode_all, error_chunk
 from .respond import Responder
 from .router import LiveRouter
@@ -89,6 +92,27 @@ async def _first_token(attempt: LiveAttempt) -> None:
                 return
 
 
+async def _rewritten_reads(attempt: LiveAttempt) -> AsyncIterator[tuple[list[dict], bool]]:
+    """The serving leg's rewritten chunks after its first token, one list per upstream
+    read, with True on the read that carried [DONE] (the last); raises UpstreamError on
+    an error chunk. A stream that just ends yields no True (``rewriter.finished`` says
+    whether it had finished)."""
+    stream, rewriter = attempt.stream, attempt.rewriter
+    assert stream is not None
+    while (events := await stream.next_events()) is not None:
+        batch = []
+        for data in events:
+            if data == DONE_DATA:
+                yield batch, True
+                return
+            chunk = rewriter.rewrite(data)
+            if rewriter.upstream_error is not None:
+                raise UpstreamError("protocol", rewriter.upstream_error)
+            if chunk:
+                batch.append(chunk)
+        yield batch, False
+
+
 class LiveCall:
     """Runs one accepted request to its end; ``run()`` never raises but CancelledError."""
 
@@ -109,6 +133,7 @@ class LiveCall:
 
     # --- the loop ------------------------------------------------------------------------
     async def run(self) -> None:
+        register(self)  # the row is checkpointed while the call lives
         try:
             await self._apply(self.session.start(time.monotonic()))
             while not self.session.done:
@@ -131,6 +156,7 @@ class LiveCall:
 
     def _wrap_up(self) -> None:
         """Settle the hedge budget and write the outcome (once, synchronously)."""
+        unregister(self)
         self._settle_hedges()
         finish(self.accepted, self.outcome, self)
 
@@ -333,24 +359,17 @@ class LiveCall:
         try:
             if attempt.pending:
                 await out.write(encode_all(attempt.pending))
-            # One write per upstream read: the chunks that arrived together leave together.
-            while (events := await stream.next_events()) is not None:
-                batch, done = [], False
-                for data in events:
-                    if data == DONE_DATA:
-                        done = True
+            # One write per upstream read: the chunks that arrived together leave together;
+            # the last ones leave with [DONE].
+            batch = []
+            async with aclosing(_rewritten_reads(attempt)) as reads:
+                async for batch, done in reads:
+                    if done:
                         break
-                    chunk = rewriter.rewrite(data)
-                    if rewriter.upstream_error is not None:
-                        raise UpstreamError("protocol", rewriter.upstream_error)
-                    if chunk:
-                        batch.append(chunk)
-                if done:
-                    break
-                if batch:
-                    await out.write(encode_all(batch))
-            else:
-                batch = []
+                    if batch:
+                        await out.write(encode_all(batch))
+                else:
+                    batch = []
             if not rewriter.finished:
                 raise UpstreamError("protocol", "upstream stream was cut before it finished")
             self._attempt_done(attempt, "success")
@@ -375,16 +394,9 @@ class LiveCall:
         try:
             for chunk in attempt.pending:
                 assembler.add(chunk)
-            done = False
-            while not done and (events := await stream.next_events()) is not None:
-                for data in events:
-                    if data == DONE_DATA:
-                        done = True
-                        break
-                    chunk = rewriter.rewrite(data)
-                    if rewriter.upstream_error is not None:
-                        raise UpstreamError("protocol", rewriter.upstream_error)
-                    if chunk:
+            async with aclosing(_rewritten_reads(attempt)) as reads:
+                async for batch, _ in reads:
+                    for chunk in batch:
                         assembler.add(chunk)
             if not rewriter.finished:
                 raise UpstreamError("protocol", "upstream stream was cut before it finished")

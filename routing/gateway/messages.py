@@ -16,7 +16,6 @@ Authentication: ``x-api-key: <key>`` (Anthropic's SDK) or ``Authorization: Beare
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -32,10 +31,8 @@ from ..catalog import catalog_cache
 from ..errors import GatewayError
 from ..memory import memory
 from ..request import chat_request_from
-from .accept import Accepted, accept_chat, require_key
-from .asgi import _content_type_ok, _header, _watch_disconnect, admission, read_body
-from .call import LiveCall
-from .finish import start
+from .accept import Accepted, accept_chat
+from .asgi import GatewayApp, _header
 from .respond import Responder
 
 logger = logging.getLogger(__name__)
@@ -124,64 +121,36 @@ async def _count_tokens(request: Any, out: MessagesResponder) -> None:
     await out.json(200, orjson.dumps({"input_tokens": tokens}))
 
 
-class MessagesApp:
-    """ASGI app for the Messages API: admission and body reading as ``ChatApp``."""
+class MessagesApp(GatewayApp):
+    """ASGI app for the Messages API: ``GatewayApp`` with Anthropic's replies, errors
+    (529 when at capacity) and ``x-api-key``."""
 
-    async def __call__(self, scope: dict[str, Any], receive, send) -> None:
-        out = MessagesResponder(send)
-        if scope["method"] != "POST":
-            await out.error(GatewayError(405, "Use POST.", allow="POST"))
-            return
-        if not admission.try_enter():
-            await out.error(GatewayError(529, "The gateway is at capacity; retry shortly.",
-                                         retry_after_s=1))  # fmt: skip
-            return
-        try:
-            await self._handle(scope, receive, out)
-        except asyncio.CancelledError:
-            pass  # the client went away; the call (if any) finished its row
-        except Exception:
-            logger.exception("messages request failed")
-            if not out.started:
-                await out.error(GatewayError(500, "Internal gateway error.", code="internal"))
-        finally:
-            admission.leave()
+    responder = MessagesResponder
 
-    async def _accept(self, scope: dict[str, Any], receive, out: MessagesResponder):
-        """The accepted call, or None when the request was answered already."""
-        body = await read_body(scope, receive)
-        if not _content_type_ok(scope):
-            raise GatewayError(415, "Content-Type must be application/json.")
-        principal: KeyPrincipal = await require_key(authorization(scope))
+    def overloaded(self) -> GatewayError:
+        return GatewayError(529, "The gateway is at capacity; retry shortly.", retry_after_s=1)
+
+    def authorization(self, scope: dict[str, Any]) -> str | None:
+        return authorization(scope)
+
+    async def accept(
+        self, scope: dict[str, Any], principal: KeyPrincipal, body: bytes, out: Responder
+    ) -> Accepted | None:
+        assert isinstance(out, MessagesResponder)
         try:
             request = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise GatewayError(400, f"Request body is not valid JSON: {exc}") from None
-        if scope["path"].rstrip("/").endswith("/count_tokens"):
-            await _count_tokens(request, out)
-            return None
-        return await accept_chat(principal, chat_request_from(wire.to_chat_body(request)))
-
-    async def _handle(self, scope: dict[str, Any], receive, out: MessagesResponder) -> None:
         try:
-            accepted = await self._accept(scope, receive, out)
+            if scope["path"].rstrip("/").endswith("/count_tokens"):
+                await _count_tokens(request, out)
+                return None
+            chat = chat_request_from(wire.to_chat_body(request))
         except ProtocolError as exc:
-            await out.error(_protocol_error(exc))
-            return
-        except GatewayError as exc:
-            await out.error(exc)
-            return
-        if accepted is None:
-            return
+            raise _protocol_error(exc) from None
+        accepted = await accept_chat(principal, chat)
         out.bind(accepted)
-        start(accepted)
-        task = asyncio.current_task()
-        assert task is not None
-        watcher = asyncio.ensure_future(_watch_disconnect(receive, task, out))
-        try:
-            await LiveCall(accepted, out).run()
-        finally:
-            watcher.cancel()
+        return accepted
 
 
 messages_app = MessagesApp()

@@ -189,3 +189,41 @@ def test_last_used_is_written_at_most_once_a_minute(tenant):
         tenant.api_key.refresh_from_db()
         expected = start + timedelta(seconds=0 if seconds < 61 else 61)
         assert tenant.api_key.last_used_at == expected
+
+
+@pytest.mark.django_db
+def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
+    """The writer's lean multi-row INSERT (billing.ledger.insert_rows) stores every field
+    as the ORM's own save does: dates, decimals, JSON prices, savings, attempts."""
+    from billing.ledger import OpenRow, ledger_write
+
+    now = timezone.now()
+    rows = {}
+    for request_id in ("gen-orm", "gen-batch-1", "gen-batch-2", "gen-later-1", "gen-later-2"):
+        rows[request_id] = OpenRow(request_id, tenant.organisation.id, tenant.api_key.id,
+                                   TEST_MODEL, True, now)  # fmt: skip
+    results = {rid: _result(rid) for rid in rows}
+    for result in results.values():
+        result.prices = {"input": "0.27", "output": "1.1"}
+        result.ttft_ms, result.hedged, result.hedge_cost_usd = 321, True, Decimal("0.0004")
+    assert activity_finish(results["gen-orm"], rows["gen-orm"]) is True  # ORM save
+    batch = ("gen-batch-1", "gen-batch-2")
+    ledger_write([(rows[r], None) for r in batch] + [(rows[r], results[r]) for r in batch])
+    later = ("gen-later-1", "gen-later-2")  # streams: opened, then finished in a later batch
+    ledger_write([(rows[r], None) for r in later])
+    ledger_write([(rows[r], results[r]) for r in later])
+
+    def stored(request_id: str) -> dict:
+        row = Activity.objects.filter(request_id=request_id).values().get()
+        attempts = list(Attempt.objects.filter(activity__request_id=request_id)
+                        .order_by("attempt_no").values_list("attempt_no", "provider_slug",
+                                                            "outcome", "http_status"))  # fmt: skip
+        for name in ("id", "request_id", "finished_at"):
+            row.pop(name)
+        return {**row, "attempts": attempts}
+
+    orm = stored("gen-orm")
+    assert orm["list_cost_usd"] is not None and orm["prices"] == {"input": "0.27", "output": "1.1"}
+    for request_id in ("gen-batch-1", "gen-batch-2", "gen-later-1", "gen-later-2"):
+        assert stored(request_id) == orm, request_id
+    assert Activity.objects.filter(created_at=now).count() == 5  # the same instant, exactly

@@ -2,6 +2,8 @@
 SDK: text, streaming, tools over several turns, thinking, token counting, both ways of
 passing the key, Anthropic-shaped errors; billed and recorded like any chat call."""
 
+import time
+
 import anthropic
 import httpx
 import orjson
@@ -129,6 +131,15 @@ def test_errors_in_anthropic_shape(gateway, claude, emulator):
     with pytest.raises(anthropic.NotFoundError):
         claude.messages.create(model="nobody/none", max_tokens=10, messages=HI)
     assert emulator.log() == []
+    # Refusals of an identified key are on its Activity ("rejected"), as for chat calls.
+    from billing.models import RejectedRequest
+
+    deadline = time.monotonic() + 10
+    while RejectedRequest.objects.count() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(RejectedRequest.objects.values_list("http_status", "model_slug")) == [
+        (400, TEST_MODEL), (404, "nobody/none"),
+    ]  # fmt: skip
 
 
 def test_missing_max_tokens_is_a_400(gateway, tenant, emulator):

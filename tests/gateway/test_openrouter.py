@@ -135,6 +135,7 @@ def test_key_endpoint_reports_limit_and_spend(gateway, tenant, client):
     from billing import auth
 
     auth._cache.clear()
+    auth._unknown.clear()
     reply = client.chat.completions.create(model=TEST_MODEL, messages=USER)
     spent = float(wait_finished(reply.id).cost_usd)
     data = httpx.get(f"{gateway.api_url}/key",
