@@ -27,6 +27,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.pricing import call_cost
+from providers import protocols
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
 from uberllm import metrics
 from uberllm.aio import db_call, drain_background
@@ -115,7 +116,9 @@ def probe_endpoint_ids(cycle: int) -> list[int]:
 async def _time_first_token(target: ProbeTarget) -> float:
     body = {"model": target.route.upstream_model, "messages": probe_prompt(target.prompt_tokens),
             "stream": True, "max_tokens": 1}  # fmt: skip
-    call = UpstreamCall(target.route.url, orjson.dumps(body), target.route.authorization)
+    route = target.route
+    call = UpstreamCall(route.url, protocols.upstream_body(route.protocol, body, None),
+                        route.authorization, route.protocol)  # fmt: skip
     started = time.perf_counter()
     stream = await open_stream(call)
     try:

@@ -34,6 +34,7 @@ def usage_report(usage: dict[str, Any]) -> UsageReport:
         cached_tokens=int(prompt_details.get("cached_tokens") or 0),
         reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
         cost_usd=usage.get("cost"),
+        cache_write_tokens=int(prompt_details.get("cache_write_tokens") or 0),
     )
 
 

@@ -40,6 +40,7 @@ class UsageReport:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     cost_usd: float | None = None
+    cache_write_tokens: int = 0  # part of prompt_tokens, like cached_tokens
 
 
 @dataclass(frozen=True, slots=True)

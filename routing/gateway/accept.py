@@ -13,13 +13,13 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-import orjson
 from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
 from billing.auth import KeyPrincipal, KeyStoreUnavailable, authenticate
 from billing.limits import key_over_monthly_limit
+from providers import protocols
 
 from ..catalog import CatalogModel, EndpointRoute, catalog_cache
 from ..core.followups import FollowupEstimator
@@ -62,7 +62,8 @@ class Accepted:
         # usage chunk is stripped if the client did not ask for it.
         body["stream"] = True
         body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
-        return orjson.dumps(body)
+        # In the upstream's own wire format (providers/protocols): the session never sees it.
+        return protocols.upstream_body(route.protocol, body, route.info.max_output_tokens)
 
 
 async def require_key(authorization: str | None) -> KeyPrincipal:

@@ -222,7 +222,8 @@ class LiveCall:
         """Open the upstream stream and read up to its first token (the attempt's TTFT);
         raises UpstreamError, always with the stream closed."""
         accepted, route = self.accepted, attempt.route
-        call = UpstreamCall(route.url, accepted.upstream_body(route), route.authorization)
+        call = UpstreamCall(route.url, accepted.upstream_body(route), route.authorization,
+                            route.protocol)  # fmt: skip
         # A hanging provider costs a few times its typical TTFT, not the flat timeout.
         timeout_s = first_token_timeout_s(
             self.router.choice(route.endpoint_id),
