@@ -254,6 +254,9 @@ def to_chat_body(request: Any) -> dict[str, Any]:
     user_id = (request.get("metadata") or {}).get("user_id")
     if isinstance(user_id, str):
         body["user"] = user_id
+    for name in ("models", "provider"):  # OpenRouter's routing fields, validated as in chat
+        if name in request:
+            body[name] = request[name]
     return body
 
 
