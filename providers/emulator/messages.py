@@ -9,7 +9,9 @@ turned back into Messages on the way out: SSE (``message_start``, ``ping``,
 HTTP status (``status_override: 529`` answers ``overloaded_error``).
 
 Anthropic's rules that matter to a client are enforced: ``anthropic-version`` is
-required, the key comes as ``x-api-key``, ``max_tokens`` is required. Usage follows
+required, the key comes as ``x-api-key`` (or Bearer), ``max_tokens`` is required, and
+a ``thinking`` block sent back must carry the signature this emulator gave it
+(``emu-sig-...``), else 400, as Anthropic checks its own signatures. Usage follows
 Anthropic's convention (``input_tokens`` excludes cache reads and writes); a request
 carrying any ``cache_control`` reports its uncached prompt as
 ``cache_creation_input_tokens`` (the emulator's cache stores every prefix anyway).
@@ -24,7 +26,7 @@ import orjson
 
 from providers.protocols import anthropic_messages as wire
 from providers.protocols import openai_chat
-from providers.protocols.types import ProtocolError
+from providers.protocols.types import ProtocolError, ReasoningDelta, ReasoningSignature
 
 from .chat import handle_chat
 from .responses import JSON_TYPE, Receive, Send
@@ -38,6 +40,33 @@ async def send_anthropic_error(send: Send, status: int, message: str, headers=()
     await send({"type": "http.response.start", "status": status,
                 "headers": [JSON_TYPE, length, *headers]})  # fmt: skip
     await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+SIGNATURE_PREFIX = "emu-sig-"
+
+
+def _signed(events: list) -> list:
+    """A signature after the first reasoning of a reply (the renderer puts it on the
+    thinking block)."""
+    for index, event in enumerate(events):
+        if isinstance(event, ReasoningDelta):
+            signature = ReasoningSignature(SIGNATURE_PREFIX + os.urandom(8).hex())
+            return [*events[: index + 1], signature, *events[index + 1 :]]
+    return events
+
+
+def _bad_signature(request: dict[str, Any]) -> str | None:
+    for m_index, message in enumerate(request.get("messages") or ()):
+        content = message.get("content") if isinstance(message, dict) else None
+        for b_index, block in enumerate(content if isinstance(content, list) else ()):
+            if not isinstance(block, dict) or block.get("type") != "thinking":
+                continue
+            signature = block.get("signature")
+            if not isinstance(signature, str) or not signature.startswith(SIGNATURE_PREFIX):
+                return (
+                    f"messages.{m_index}.content.{b_index}: Invalid `signature` in `thinking` block"
+                )
+    return None
 
 
 def _with_cache_writes(usage: dict[str, Any] | None, cache_hint: bool) -> None:
@@ -62,11 +91,16 @@ class MessagesSend:
         self.sse = False
         self.opened = False
         self.buffer = b""
+        self.signed = False
 
     def _events(self, data: bytes) -> list:
         chunk = orjson.loads(data)
         _with_cache_writes(chunk.get("usage"), self.cache_hint)
-        return openai_chat.events_from_chunk(chunk)
+        events = openai_chat.events_from_chunk(chunk)
+        if not self.signed and any(isinstance(e, ReasoningDelta) for e in events):
+            self.signed = True
+            return _signed(events)
+        return events
 
     def _translate(self, body: bytes) -> bytes:
         out = []
@@ -87,7 +121,7 @@ class MessagesSend:
             message = error.get("message") if isinstance(error, dict) else "error"
             return orjson.dumps(wire.error_body(status, str(message)))
         _with_cache_writes(data.get("usage"), self.cache_hint)
-        events = openai_chat.events_from_completion(data)
+        events = _signed(openai_chat.events_from_completion(data))
         message = wire.render_message(self.message_id, self.model, events, self.prompt_estimate)
         return orjson.dumps(message)
 
@@ -145,6 +179,9 @@ async def handle_messages(
         return
     except ProtocolError as exc:
         await send_anthropic_error(send, exc.status, exc.message)
+        return
+    if isinstance(request, dict) and (problem := _bad_signature(request)) is not None:
+        await send_anthropic_error(send, 400, problem)
         return
     cache_hint = b'"cache_control"' in body
     out = MessagesSend(send, request["model"], estimate_prompt_tokens(chat["messages"]), cache_hint)

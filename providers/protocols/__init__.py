@@ -52,7 +52,18 @@ def upstream_body(protocol: str, body: dict[str, Any], max_output_tokens: int | 
     body (``max_output_tokens``: the endpoint's cap, the default where one is required)."""
     if protocol == ANTHROPIC_MESSAGES:
         return orjson.dumps(anthropic_messages.from_chat_body(body, max_output_tokens))
+    messages = body.get("messages")
+    if isinstance(messages, list) and any(
+        isinstance(m, dict) and "reasoning_signature" in m for m in messages
+    ):  # UberLLM's own field (an Anthropic signature): not for OpenAI-compatible hosts
+        body = {**body, "messages": [_unsigned(m) for m in messages]}
     return orjson.dumps(body)
+
+
+def _unsigned(message: Any) -> Any:
+    if not isinstance(message, dict) or "reasoning_signature" not in message:
+        return message
+    return {k: v for k, v in message.items() if k != "reasoning_signature"}
 
 
 def upstream_reader(protocol: str) -> anthropic_messages.UpstreamReader | None:

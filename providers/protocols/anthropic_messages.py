@@ -24,6 +24,7 @@ from .types import (
     Finish,
     ProtocolError,
     ReasoningDelta,
+    ReasoningSignature,
     StreamError,
     TextDelta,
     ToolCallDelta,
@@ -115,13 +116,15 @@ def _user_messages(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _assistant_message(blocks: list[dict[str, Any]]) -> dict[str, Any]:
-    text, reasoning, calls = [], [], []
+    text, reasoning, calls, signature = [], [], [], ""
     for block in blocks:
         kind = block["type"]
         if kind == "text":
             text.append(block.get("text", ""))
         elif kind == "thinking":
             reasoning.append(block.get("thinking", ""))
+            if isinstance(block.get("signature"), str) and block["signature"]:
+                signature = block["signature"]
         elif kind == "tool_use":
             arguments = orjson.dumps(block.get("input") or {}).decode()
             calls.append({"id": str(block.get("id", "")), "type": "function",
@@ -134,6 +137,8 @@ def _assistant_message(blocks: list[dict[str, Any]]) -> dict[str, Any]:
         message["tool_calls"] = calls
     if reasoning:
         message["reasoning_content"] = "".join(reasoning)
+        if signature:
+            message["reasoning_signature"] = signature
     return message
 
 
@@ -303,6 +308,7 @@ class StreamRenderer:
         self.tool_index: int | None = None
         self.stop_reason: str | None = None
         self.usage: UsageReport | None = None
+        self.signature = ""  # the open thinking block's, from the provider
 
     def start(self) -> bytes:
         message = {"id": self.message_id, "type": "message", "role": "assistant",
@@ -322,7 +328,8 @@ class StreamRenderer:
             return b""
         out = b""
         if self.block_kind == "thinking":
-            signature = {"type": "signature_delta", "signature": ""}
+            signature = {"type": "signature_delta", "signature": self.signature}
+            self.signature = ""
             out = sse(
                 "content_block_delta",
                 {"type": "content_block_delta", "index": self.block_index, "delta": signature},
@@ -345,6 +352,9 @@ class StreamRenderer:
                 opening = b"" if self.block_kind == "thinking" else self._open(
                     "thinking", {"type": "thinking", "thinking": "", "signature": ""})  # fmt: skip
                 return opening + self._delta({"type": "thinking_delta", "thinking": text})
+            case ReasoningSignature(signature):
+                if self.block_kind == "thinking":
+                    self.signature = signature
             case ToolCallStart(index, call_id, name):
                 block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
                 out = self._open("tool_use", block)
@@ -384,13 +394,15 @@ def render_message(message_id: str, model: str, events: list[ChatEvent],
                    prompt_estimate: int) -> dict[str, Any]:  # fmt: skip
     """A whole reply (the events of a ``chat.completion``) as an Anthropic Message."""
     content: list[dict[str, Any]] = []
-    thinking, text = "", ""
+    thinking, text, signature = "", "", ""
     calls: dict[int, dict[str, Any]] = {}
     stop, usage = "end_turn", None
     for event in events:
         match event:
             case ReasoningDelta(piece):
                 thinking += piece
+            case ReasoningSignature(piece):
+                signature = piece
             case TextDelta(piece):
                 text += piece
             case ToolCallStart(index, call_id, name):
@@ -402,7 +414,7 @@ def render_message(message_id: str, model: str, events: list[ChatEvent],
             case UsageReport():
                 usage = event
     if thinking:
-        content.append({"type": "thinking", "thinking": thinking, "signature": ""})
+        content.append({"type": "thinking", "thinking": thinking, "signature": signature})
     if text:
         content.append({"type": "text", "text": text})
     for index in sorted(calls):
@@ -475,9 +487,12 @@ def _arguments_object(arguments: Any) -> dict[str, Any]:
 
 
 def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
-    # Earlier thinking is not sent back: Anthropic checks its signature, which an
-    # OpenAI-shaped history does not carry (thinking blocks may be omitted).
+    # Earlier thinking goes back only with its signature (Anthropic checks it; the
+    # reply carried it as ``reasoning_signature``); unsigned thinking is omitted.
     blocks = _content_blocks(message.get("content"))
+    signature, thinking = message.get("reasoning_signature"), message.get("reasoning_content")
+    if isinstance(signature, str) and signature and isinstance(thinking, str):
+        blocks.insert(0, {"type": "thinking", "thinking": thinking, "signature": signature})
     for call in message.get("tool_calls") or ():
         if not isinstance(call, dict):
             continue
@@ -636,7 +651,7 @@ class UpstreamReader:
     (JSON bytes, ``[DONE]`` at ``message_stop``), the form the relay handles: text ->
     ``content``, thinking -> ``reasoning_content``, tool_use -> ``tool_calls``,
     ``message_delta`` -> ``finish_reason`` and a usage chunk, ``error`` -> an error
-    chunk. ``ping`` and signatures are dropped."""
+    chunk, a thinking ``signature`` -> ``reasoning_signature``. ``ping`` is dropped."""
 
     def __init__(self) -> None:
         self.message_id, self.model = "", ""
@@ -658,8 +673,12 @@ class UpstreamReader:
         kind = block.get("type")
         if kind == "text" and block.get("text"):
             return [self._chunk({"content": block["text"]})]
-        if kind == "thinking" and block.get("thinking"):
-            return [self._chunk({"reasoning_content": block["thinking"]})]
+        if kind == "thinking":
+            out = [self._chunk({"reasoning_content": block["thinking"]})] if block.get(
+                "thinking") else []  # fmt: skip
+            if block.get("signature"):
+                out.append(self._chunk({"reasoning_signature": block["signature"]}))
+            return out
         if kind == "tool_use":
             index = self.tools[int(event.get("index", 0))] = len(self.tools)
             arguments = orjson.dumps(block["input"]).decode() if block.get("input") else ""
@@ -676,6 +695,8 @@ class UpstreamReader:
             return [self._chunk({"content": delta["text"]})]
         if kind == "thinking_delta" and delta.get("thinking"):
             return [self._chunk({"reasoning_content": delta["thinking"]})]
+        if kind == "signature_delta" and delta.get("signature"):
+            return [self._chunk({"reasoning_signature": delta["signature"]})]
         if kind == "input_json_delta" and delta.get("partial_json"):
             index = self.tools.get(int(event.get("index", 0)))
             if index is not None:

@@ -15,6 +15,7 @@ from .types import (
     ChatEvent,
     Finish,
     ReasoningDelta,
+    ReasoningSignature,
     StreamError,
     TextDelta,
     ToolCallDelta,
@@ -23,6 +24,7 @@ from .types import (
 )
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+SIGNATURE_FIELD = "reasoning_signature"  # UberLLM's: Anthropic's thinking signature
 
 
 def usage_report(usage: dict[str, Any]) -> UsageReport:
@@ -62,6 +64,8 @@ def events_from_chunk(chunk: dict[str, Any]) -> list[ChatEvent]:
             if isinstance(delta.get(field), str) and delta[field]:
                 events.append(ReasoningDelta(delta[field]))
                 break
+        if isinstance(delta.get(SIGNATURE_FIELD), str) and delta[SIGNATURE_FIELD]:
+            events.append(ReasoningSignature(delta[SIGNATURE_FIELD]))
         if delta.get("content"):
             events.append(TextDelta(delta["content"]))
         events += _tool_events(delta.get("tool_calls") or [])
@@ -81,6 +85,8 @@ def events_from_completion(completion: dict[str, Any]) -> list[ChatEvent]:
             if message.get(field):
                 events.append(ReasoningDelta(message[field]))
                 break
+        if isinstance(message.get(SIGNATURE_FIELD), str) and message[SIGNATURE_FIELD]:
+            events.append(ReasoningSignature(message[SIGNATURE_FIELD]))
         if message.get("content"):
             events.append(TextDelta(message["content"]))
         for index, call in enumerate(message.get("tool_calls") or ()):

@@ -16,6 +16,16 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningSignature:
+    """The provider's signature of the reasoning so far (Anthropic's thinking block
+    ``signature``): sent back with the reasoning on the next turn, it lets the provider
+    accept its own thinking. On OpenAI-shaped chunks and messages it travels as the
+    ``reasoning_signature`` field (an UberLLM extension; OpenAI clients ignore it)."""
+
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStart:
     index: int
     id: str
@@ -49,8 +59,9 @@ class StreamError:
 
 
 ChatEvent = (
-    TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | Finish | UsageReport | StreamError
-)
+    TextDelta | ReasoningDelta | ReasoningSignature | ToolCallStart | ToolCallDelta | Finish
+    | UsageReport | StreamError
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,6 +114,11 @@ def test_anthropic_rules_enforced(emu):
     assert good.status_code == 200 and good.json()["type"] == "message"
     record = emu.log()[-1]
     assert "x-api-key" in record["headers_seen"] and "x-api-key" not in record["headers"]
+    unsigned = [*HI, {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "x", "signature": ""}, {"type": "text", "text": "y"}]},
+        {"role": "user", "content": "more"}]  # fmt: skip
+    refused = httpx.post(url, json={**body, "messages": unsigned}, headers=headers)
+    assert refused.status_code == 400 and "signature" in refused.json()["error"]["message"]
     bad_key = httpx.post(url, json=body, headers={**headers, "x-api-key": "nope"})
     assert bad_key.status_code == 401
     assert bad_key.json()["error"]["type"] == "authentication_error"

@@ -177,6 +177,52 @@ def test_anthropic_sdk_through_an_anthropic_upstream(claude, native, stream):
     assert row.completion_tokens == message.usage.output_tokens > 0
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_anthropic_sdk_thinking_signature_survives_a_tool_turn(claude, native, stream):
+    """The emulator, like Anthropic, refuses a thinking block without its signature."""
+    tools = [{"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}]
+    kwargs = {"model": TEST_MODEL, "max_tokens": 200, "tools": tools,
+              "thinking": {"type": "enabled", "budget_tokens": 1024}}  # fmt: skip
+    first = _message(claude, stream, messages=ASK, **kwargs)
+    thinking, tool_use = first.content
+    assert thinking.signature.startswith("emu-sig-")
+    follow_up = [
+        *ASK,
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tool_use.id, "content": "Sunny"}]},
+    ]  # fmt: skip
+    second = _message(claude, stream, messages=follow_up, **kwargs)
+    assert second.stop_reason == "end_turn"
+    assert [r["status"] for r in native.log("alpha")] == ["completed", "completed"]
+
+
+def _message(claude, stream: bool, **kwargs):
+    if not stream:
+        return claude.messages.create(**kwargs)
+    with claude.messages.stream(**kwargs) as events:
+        return events.get_final_message()
+
+
+def test_openai_sdk_sends_the_signature_back(native, client):
+    reasoning = {"reasoning": {"max_tokens": 2000}}
+    first = client.chat.completions.create(model=TEST_MODEL, messages=ASK, tools=[WEATHER],
+                                           extra_body=reasoning).choices[0].message  # fmt: skip
+    extra = first.model_extra or {}
+    assert extra["reasoning_signature"].startswith("emu-sig-")
+    call = first.tool_calls[0]
+    follow_up = [
+        *ASK,
+        {"role": "assistant", "content": None, "reasoning_content": extra["reasoning_content"],
+         "reasoning_signature": extra["reasoning_signature"],
+         "tool_calls": [call.model_dump()]},
+        {"role": "tool", "tool_call_id": call.id, "content": "Sunny"},
+    ]  # fmt: skip
+    second = client.chat.completions.create(model=TEST_MODEL, messages=follow_up,
+                                            tools=[WEATHER], extra_body=reasoning)  # fmt: skip
+    assert second.choices[0].finish_reason == "stop"
+
+
 def test_cache_writes_reported_and_billed(claude, native):
     system = [{"type": "text", "text": "You are a careful assistant. " * 40,
                "cache_control": {"type": "ephemeral"}}]  # fmt: skip

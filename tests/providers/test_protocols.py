@@ -9,6 +9,7 @@ from providers.protocols.types import (
     Finish,
     ProtocolError,
     ReasoningDelta,
+    ReasoningSignature,
     StreamError,
     TextDelta,
     ToolCallDelta,
@@ -273,7 +274,8 @@ def test_upstream_stream_read_into_openai_chunks():
     parsed = [orjson.loads(c) for c in chunks[:-1]]
     events_out = [e for chunk in parsed for e in openai_chat.events_from_chunk(chunk)]
     assert events_out == [
-        ReasoningDelta("Hmm"), TextDelta("Hi"), ToolCallStart(0, "toolu_1", "f"),
+        ReasoningDelta("Hmm"), ReasoningSignature("sig"), TextDelta("Hi"),
+        ToolCallStart(0, "toolu_1", "f"),
         ToolCallDelta(0, '{"a":'), ToolCallDelta(0, " 1}"), Finish("tool_calls"),
         UsageReport(prompt_tokens=160, completion_tokens=30, cached_tokens=100,
                     cache_write_tokens=50),
@@ -323,3 +325,37 @@ def test_messages_usage_rendered_with_cache_writes():
     rendered = wire.render_message("m", "x", [usage], 0)["usage"]
     assert rendered == {"input_tokens": 10, "output_tokens": 3, "cache_read_input_tokens": 100,
                         "cache_creation_input_tokens": 50}  # fmt: skip
+
+
+def test_thinking_signature_round_trip():
+    """Upstream signature -> chunk field -> Messages block -> client's next request ->
+    the thinking block sent upstream again; unsigned thinking is not sent."""
+    renderer = wire.StreamRenderer("m", "x", 0)
+    out = renderer.render(ReasoningDelta("Hmm")) + renderer.render(ReasoningSignature("s1"))
+    out += renderer.render(TextDelta("ok"))
+    assert b'"signature_delta","signature":"s1"' in out
+    body = wire.to_chat_body(_request(messages=[
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Hmm", "signature": "s1"},
+            {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                      "content": "1"}]},
+    ]))  # fmt: skip
+    assistant = body["messages"][1]
+    assert (assistant["reasoning_content"], assistant["reasoning_signature"]) == ("Hmm", "s1")
+    upstream = wire.from_chat_body(body)
+    assert upstream["messages"][1]["content"][0] == {"type": "thinking", "thinking": "Hmm",
+                                                     "signature": "s1"}  # fmt: skip
+    del assistant["reasoning_signature"]
+    assert wire.from_chat_body(body)["messages"][1]["content"][0]["type"] == "tool_use"
+
+
+def test_signature_not_sent_to_openai_hosts():
+    from providers import protocols
+
+    body = {"model": "m", "messages": [{"role": "assistant", "content": "a",
+                                        "reasoning_signature": "s"}]}  # fmt: skip
+    sent = orjson.loads(protocols.upstream_body("openai_chat", body, None))
+    assert sent["messages"] == [{"role": "assistant", "content": "a"}]
+    assert body["messages"][0]["reasoning_signature"] == "s"  # the request is not changed
