@@ -113,6 +113,18 @@ def probe_endpoint_ids(cycle: int) -> list[int]:
     return sorted({target.route.endpoint_id for target in probe_targets(cycle)})
 
 
+def _has_token(chunk: dict) -> bool:
+    """A chunk carrying the first token (or the end): not a bare role chunk, which an
+    Anthropic upstream's ``message_start`` becomes before any token was produced."""
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        if choice.get("finish_reason") or any(
+            delta.get(k) for k in ("content", "reasoning_content", "reasoning", "tool_calls")
+        ):
+            return True
+    return False
+
+
 async def _time_first_token(target: ProbeTarget) -> float:
     body = {"model": target.route.upstream_model, "messages": probe_prompt(target.prompt_tokens),
             "stream": True, "max_tokens": 1}  # fmt: skip
@@ -126,7 +138,7 @@ async def _time_first_token(target: ProbeTarget) -> float:
             chunk = orjson.loads(data)
             if chunk.get("error"):
                 raise UpstreamError("http", str(chunk["error"]), 502)
-            if chunk.get("choices"):
+            if _has_token(chunk):
                 return time.perf_counter() - started
         raise UpstreamError("protocol", "stream ended before the first token")
     finally:
