@@ -72,10 +72,11 @@ class EndpointInline(CompactEndpointInlineMixin, admin.TabularInline):
     model = Endpoint
     form = EndpointAdminForm
     extra = 0
-    # Credentials are entered (write-only) on the endpoint's own page, whose list shows
-    # which endpoints have one; the inline stays narrow enough for a 1366 px screen.
+    # Credentials and the protocol are entered on the endpoint's own page, whose list
+    # shows them; the inline stays narrow enough for a 1366 px screen (an endpoint added
+    # here speaks openai_chat until changed there).
     fields = (
-        "provider", "base_url", "protocol", "credential_env", "context_length", "price_input",
+        "provider", "base_url", "credential_env", "context_length", "price_input",
         "price_cache_read", "price_cache_write", "price_output", "cache_ttl_s", "enabled",
     )  # fmt: skip
 
