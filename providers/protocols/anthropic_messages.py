@@ -608,11 +608,23 @@ def from_chat_body(body: dict[str, Any], max_output_tokens: int | None = None) -
     if system:
         request["system"] = system
     budget = _thinking_budget(body)
+    forced = body.get("tool_choice") == "required" or isinstance(body.get("tool_choice"), dict)
+    if forced and body.get("tools"):
+        budget = None  # Messages refuses thinking with a forced tool: the tool wins
     if budget is not None:
-        # budget_tokens counts inside max_tokens: the answer keeps what was asked for.
-        request["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        request["max_tokens"] = limit + budget
-    else:
+        # budget_tokens counts inside max_tokens: the answer keeps what was asked for,
+        # within the endpoint's output cap (thinking dropped if no budget fits under it).
+        total = limit + budget
+        if max_output_tokens and total > max_output_tokens:
+            total = max_output_tokens
+            budget = min(budget, total - 1)
+        if budget >= MIN_THINKING_BUDGET:
+            request["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            request["max_tokens"] = total
+        else:
+            budget = None
+            request["max_tokens"] = min(limit, max_output_tokens or limit)
+    if budget is None:
         temperature = body.get("temperature")
         if isinstance(temperature, int | float) and not isinstance(temperature, bool):
             request["temperature"] = min(float(temperature), 1.0)  # Messages: 0..1

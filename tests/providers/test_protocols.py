@@ -359,3 +359,21 @@ def test_signature_not_sent_to_openai_hosts():
     sent = orjson.loads(protocols.upstream_body("openai_chat", body, None))
     assert sent["messages"] == [{"role": "assistant", "content": "a"}]
     assert body["messages"][0]["reasoning_signature"] == "s"  # the request is not changed
+
+
+def test_thinking_within_the_endpoint_output_cap():
+    body = {"model": "m", "max_tokens": 1000, "reasoning": {"max_tokens": 4000},
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    capped = wire.from_chat_body(body, max_output_tokens=3000)
+    assert capped["max_tokens"] == 3000 and capped["thinking"]["budget_tokens"] == 2999
+    tiny = wire.from_chat_body(body, max_output_tokens=800)
+    assert "thinking" not in tiny and tiny["max_tokens"] == 800
+
+
+def test_forced_tool_drops_thinking():
+    body = {"model": "m", "max_tokens": 100, "reasoning": {"effort": "high"},
+            "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required",
+            "tools": [{"type": "function", "function": {"name": "f"}}]}  # fmt: skip
+    request = wire.from_chat_body(body)
+    assert "thinking" not in request and request["tool_choice"] == {"type": "any"}
+    assert request["max_tokens"] == 100
