@@ -54,16 +54,21 @@ def upstream_body(protocol: str, body: dict[str, Any], max_output_tokens: int | 
         return orjson.dumps(anthropic_messages.from_chat_body(body, max_output_tokens))
     messages = body.get("messages")
     if isinstance(messages, list) and any(
-        isinstance(m, dict) and "reasoning_signature" in m for m in messages
-    ):  # UberLLM's own field (an Anthropic signature): not for OpenAI-compatible hosts
-        body = {**body, "messages": [_unsigned(m) for m in messages]}
+        isinstance(m, dict) and not OWN_MESSAGE_KEYS.isdisjoint(m) for m in messages
+    ):  # UberLLM's own message fields: not for OpenAI-compatible hosts
+        body = {**body, "messages": [_plain(m) for m in messages]}
     return orjson.dumps(body)
 
 
-def _unsigned(message: Any) -> Any:
-    if not isinstance(message, dict) or "reasoning_signature" not in message:
+# Message-level fields of the neutral form that only Anthropic upstreams understand: a
+# thinking signature, a tool result's cache breakpoint (OpenAI's tool content is a string).
+OWN_MESSAGE_KEYS = frozenset({"reasoning_signature", "cache_control"})
+
+
+def _plain(message: Any) -> Any:
+    if not isinstance(message, dict) or OWN_MESSAGE_KEYS.isdisjoint(message):
         return message
-    return {k: v for k, v in message.items() if k != "reasoning_signature"}
+    return {k: v for k, v in message.items() if k not in OWN_MESSAGE_KEYS}
 
 
 def upstream_reader(protocol: str) -> anthropic_messages.UpstreamReader | None:

@@ -102,8 +102,11 @@ def _user_messages(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             text = _result_text(block.get("content"))
             if block.get("is_error"):
                 text = f"Error: {text}"
-            out.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")),
-                        "content": text})  # fmt: skip
+            tool = {"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")),
+                    "content": text}  # fmt: skip
+            if block.get("cache_control"):  # for Anthropic upstreams only (see __init__)
+                tool["cache_control"] = block["cache_control"]
+            out.append(tool)
         elif kind == "text":
             parts.append(_text_part(block))
         elif kind == "image" and (image := _image_part(block)) is not None:
@@ -509,6 +512,8 @@ def _tool_result(message: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"type": "tool_result",
                               "tool_use_id": str(message.get("tool_call_id") or "")}  # fmt: skip
     result["content"] = blocks if blocks is not None else (content or "")
+    if message.get("cache_control"):
+        result["cache_control"] = message["cache_control"]
     return result
 
 

@@ -277,3 +277,23 @@ def test_endpoints_listing_names_the_protocol(mixed, gateway):
     protocols = {e["provider"]: e["protocol"] for e in endpoints}
     assert protocols == {"alpha": "anthropic_messages", "bravo": "openai_chat",
                          "charlie": "openai_chat"}  # fmt: skip
+
+
+@pytest.mark.parametrize("alpha_fails", [False, True], ids=["anthropic", "openai"])
+def test_tool_result_cache_breakpoint_accepted_by_both_kinds(mixed, gateway, tenant, alpha_fails):
+    if alpha_fails:
+        mixed.control("alpha", status_override=500)
+    history = [
+        {"role": "user", "content": "What is the weather? Use get_weather."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                                           "name": "get_weather", "input": {"city": "x"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": "Sunny", "cache_control": {"type": "ephemeral"}}]},
+    ]  # fmt: skip
+    tools = [{"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}]
+    with anthropic.Anthropic(base_url=f"{gateway.base_url}/api", api_key=tenant.key,
+                             max_retries=0) as claude:  # fmt: skip
+        message = claude.messages.create(model=TEST_MODEL, max_tokens=50, messages=history,
+                                         tools=tools)  # fmt: skip
+    assert message.stop_reason == "end_turn"
+    assert wait_finished(message.id).provider_slug == ("bravo" if alpha_fails else "alpha")

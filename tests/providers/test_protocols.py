@@ -377,3 +377,21 @@ def test_forced_tool_drops_thinking():
     request = wire.from_chat_body(body)
     assert "thinking" not in request and request["tool_choice"] == {"type": "any"}
     assert request["max_tokens"] == 100
+
+
+def test_tool_result_cache_breakpoint_reaches_anthropic_only():
+    """Claude Code marks its last tool_result for caching: kept for Anthropic upstreams,
+    never sent to OpenAI-compatible hosts (their tool content is a plain string)."""
+    from providers import protocols
+
+    body = wire.to_chat_body(_request(messages=[
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                      "content": "1", "cache_control": {"type": "ephemeral"}}]},
+    ]))  # fmt: skip
+    upstream = wire.from_chat_body(body)
+    assert upstream["messages"][-1]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    sent = orjson.loads(protocols.upstream_body("openai_chat", body, None))
+    assert sent["messages"][-1] == {"role": "tool", "tool_call_id": "t", "content": "1"}
