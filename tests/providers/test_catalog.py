@@ -111,3 +111,22 @@ def test_admin_lists_and_edits_the_protocol(admin_user):
     assert page.status_code == 200 and b'name="protocol"' in page.content
     listing = client.get("/admin/providers/endpoint/?protocol=anthropic_messages")
     assert listing.status_code == 200
+
+
+def test_admin_post_without_the_protocol_keeps_it(admin_user):
+    catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
+    endpoint = Endpoint.objects.get(provider__slug="alpha")
+    Endpoint.objects.filter(pk=endpoint.pk).update(protocol="anthropic_messages")
+    client = Client()
+    client.force_login(admin_user)
+    data = {
+        "provider": endpoint.provider_id, "model": endpoint.model_id,
+        "base_url": endpoint.base_url, "upstream_model": "", "credential_env": "",
+        "context_length": 1000, "max_output_tokens": "", "supported_parameters": ["tools"],
+        "price_input": "0.1", "price_cache_read": "0.01", "price_cache_write": "0",
+        "price_output": "0.4", "cache_ttl_s": 300, "enabled": "on",
+    }  # fmt: skip
+    response = client.post(f"/admin/providers/endpoint/{endpoint.id}/change/", data)
+    assert response.status_code == 302
+    endpoint.refresh_from_db()
+    assert (endpoint.protocol, endpoint.context_length) == ("anthropic_messages", 1000)
