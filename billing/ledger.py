@@ -62,6 +62,7 @@ class CallResult:
     hedged: bool = False
     hedge_cost_usd: Decimal = Decimal(0)
     attempts: list[AttemptResult] = field(default_factory=list)
+    model_slug: str = ""  # set: the model served (a ``models`` fallback), else the row's
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,14 +186,16 @@ RESULT_FIELDS = (
     "hedged", "hedge_cost_usd",
 )  # fmt: skip
 FINISH_FIELDS = (
-    *RESULT_FIELDS, "error_message", "attempt_count", "finished_at", "reference_prices",
-    "list_cost_usd", "cheapest_cost_usd",
+    *RESULT_FIELDS, "model_slug", "error_message", "attempt_count", "finished_at",
+    "reference_prices", "list_cost_usd", "cheapest_cost_usd",
 )  # fmt: skip
 
 
 def _apply_result(activity: Activity, result: CallResult) -> None:
     for name in RESULT_FIELDS:
         setattr(activity, name, getattr(result, name))
+    if result.model_slug:
+        activity.model_slug = result.model_slug
     activity.error_message = result.error_message[:2000]
     activity.attempt_count = len(result.attempts)
     activity.finished_at = timezone.now()

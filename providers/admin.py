@@ -72,8 +72,9 @@ class EndpointInline(CompactEndpointInlineMixin, admin.TabularInline):
     model = Endpoint
     form = EndpointAdminForm
     extra = 0
-    # Credentials are entered (write-only) on the endpoint's own page, whose list shows
-    # which endpoints have one; the inline stays narrow enough for a 1366 px screen.
+    # Credentials and the protocol are entered on the endpoint's own page, whose list
+    # shows them; the inline stays narrow enough for a 1366 px screen (an endpoint added
+    # here speaks openai_chat until changed there).
     fields = (
         "provider", "base_url", "credential_env", "context_length", "price_input",
         "price_cache_read", "price_cache_write", "price_output", "cache_ttl_s", "enabled",
@@ -97,10 +98,10 @@ class ProviderAdmin(admin.ModelAdmin):
 class EndpointAdmin(EndpointToolsMixin, admin.ModelAdmin):
     form = EndpointAdminForm
     list_display = (
-        "model", "provider", "price_input", "price_cache_read", "price_output",
+        "model", "provider", "protocol", "price_input", "price_cache_read", "price_output",
         "context_length", credential_stored, "enabled",
     )  # fmt: skip
-    list_filter = ("provider", "model", "enabled")
+    list_filter = ("provider", "model", "protocol", "enabled")
     readonly_fields = (credential_stored,)
     actions = ["test_endpoints"]
 

@@ -74,6 +74,9 @@ class EndpointForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        if "protocol" in self.fields:
+            # A form posted without it (an older script) keeps the endpoint's protocol.
+            self.fields["protocol"].required = False
         field = self.fields.get("supported_parameters")
         if field is None:
             return
@@ -82,6 +85,9 @@ class EndpointForm(forms.ModelForm):
         field.choices = [*field.choices, *((p, p) for p in extra)]
         if self.instance._state.adding and not self.is_bound:
             self.initial["supported_parameters"] = list(DEFAULT_PARAMETERS)
+
+    def clean_protocol(self) -> str:
+        return self.cleaned_data.get("protocol") or self.instance.protocol or "openai_chat"
 
     def save(self, commit: bool = True):
         if self.instance._state.adding and "supported_parameters" not in self.fields:

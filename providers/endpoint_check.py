@@ -1,8 +1,9 @@
 """The admin's "Test endpoint": one tiny real request, its status, TTFT and error.
 
 Sent with httpx directly (not the gateway's pooled upstream client), synchronously,
-from the admin's request: a 1-token streaming chat completion to the endpoint's
-``/chat/completions`` with its credential, no redirects followed. The host is checked
+from the admin's request: a 1-token streaming request to the endpoint in its protocol
+(a chat completion to ``/chat/completions``, or a Messages request to ``/messages``
+with ``x-api-key``) with its credential, no redirects followed. The host is checked
 against the egress rules again just before (``validators.check_upstream_host``).
 """
 
@@ -16,6 +17,7 @@ import orjson
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from . import protocols
 from .credentials import authorization_for
 from .models import Endpoint
 from .validators import check_upstream_host
@@ -78,22 +80,22 @@ def _timeout() -> httpx.Timeout:
 
 def endpoint_check(*, endpoint: Endpoint) -> EndpointCheck:
     """Send one 1-token streaming request to ``endpoint`` and report what happened."""
-    url = endpoint.base_url.rstrip("/") + "/chat/completions"
+    url = endpoint.base_url.rstrip("/") + protocols.upstream_path(endpoint.protocol)
     try:
         check_upstream_host(httpx.URL(url).host)
     except ValidationError as exc:
         return EndpointCheck(ok=False, error=" ".join(exc.messages))
-    headers = {"content-type": "application/json"}
-    authorization = authorization_for(endpoint)
-    if authorization:
-        headers["authorization"] = authorization
+    headers = protocols.upstream_headers(endpoint.protocol, authorization_for(endpoint))
     body = {"model": endpoint.upstream_model or endpoint.model.slug, "messages": PROMPT,
             "max_tokens": 1, "stream": True}  # fmt: skip
+    # In the endpoint's own wire format (an Anthropic stream's first event is
+    # message_start; its data is JSON like an OpenAI chunk's).
+    content = protocols.upstream_body(endpoint.protocol, body, None)
     started = time.perf_counter()
     try:
         with (
             httpx.Client(timeout=_timeout(), follow_redirects=False) as http,
-            http.stream("POST", url, content=orjson.dumps(body), headers=headers) as response,
+            http.stream("POST", url, content=content, headers=headers) as response,
         ):
             if response.status_code != 200:
                 return EndpointCheck(ok=False, status=response.status_code,

@@ -63,6 +63,12 @@ def default_supported_parameters() -> list[str]:
     return list(DEFAULT_SUPPORTED_PARAMETERS)
 
 
+PROTOCOL_CHOICES = [
+    ("openai_chat", "OpenAI Chat Completions"),
+    ("anthropic_messages", "Anthropic Messages"),
+]
+
+
 class Endpoint(models.Model):
     """One provider serving one model: where to call it and what it charges."""
 
@@ -71,7 +77,14 @@ class Endpoint(models.Model):
     base_url = models.CharField(
         max_length=500,
         validators=[validate_upstream_url],
-        help_text="OpenAI-compatible base URL, e.g. https://api.example.com/v1",
+        help_text="The upstream's API base URL, e.g. https://api.example.com/v1 (the "
+        "protocol's path is added: /chat/completions or /messages)",
+    )
+    protocol = models.CharField(
+        max_length=32,
+        choices=PROTOCOL_CHOICES,
+        default="openai_chat",
+        help_text="The wire format the upstream speaks (providers/protocols/).",
     )
     upstream_model = models.CharField(
         max_length=128, blank=True, help_text="Model name upstream, if not the catalog slug."

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import aiohttp
 from django.conf import settings
 
+from . import protocols
+
 _sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
 DONE = b"[DONE]"
 # After [DONE], how long to wait for the end of the response body (normally already
@@ -49,6 +51,7 @@ class UpstreamCall:
     url: str
     body: bytes = field(repr=False)
     authorization: str | None = field(repr=False)  # a secret: never in a repr or log
+    protocol: str = "openai_chat"  # the upstream's wire format (providers/protocols)
 
 
 def _new_session() -> aiohttp.ClientSession:
@@ -83,10 +86,7 @@ def _session() -> aiohttp.ClientSession:
 
 
 def _headers(call: UpstreamCall) -> dict[str, str]:
-    headers = {"content-type": "application/json", "accept": "text/event-stream"}
-    if call.authorization:
-        headers["authorization"] = call.authorization
-    return headers
+    return protocols.upstream_headers(call.protocol, call.authorization)
 
 
 def _error_message(body: bytes, status: int) -> str:
@@ -150,15 +150,34 @@ class SSESplitter:
 
 class UpstreamStream:
     """An open SSE stream: ``next_events()`` (or ``next_data()``) until None; always
-    ``aclose()``."""
+    ``aclose()``.
 
-    __slots__ = ("_ready", "_response", "_splitter", "saw_done")
+    Events come out as OpenAI chat chunks whatever the upstream speaks: with a
+    ``reader`` (an upstream of another protocol, ``providers.protocols``) each event is
+    translated, and a whole JSON reply (an upstream that did not stream) is read as the
+    chunks a stream of it would give."""
 
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
+    __slots__ = ("_reader", "_ready", "_response", "_splitter", "saw_done")
+
+    def __init__(self, response: aiohttp.ClientResponse, reader=None) -> None:
         self._response = response
         self._splitter = SSESplitter()
         self._ready: list[bytes] = []
+        self._reader = reader
         self.saw_done = False
+
+    def _translate(self, events: list[bytes]) -> list[bytes]:
+        reader = self._reader
+        return [chunk for data in events for chunk in reader.feed(data)]
+
+    async def _whole_reply(self) -> list[bytes] | None:
+        try:
+            body = await self._response.read()
+        except Exception as exc:
+            raise _wrap(exc) from exc
+        events = self._reader.message(body) if body else []
+        self.saw_done = True
+        return events or None
 
     async def next_events(self) -> list[bytes] | None:
         """The data of the events received so far but not yet returned (at least one,
@@ -167,14 +186,24 @@ class UpstreamStream:
             ready, self._ready = self._ready, []
             return ready
         content = self._response.content
+        if self._reader is not None and self._response.content_type == "application/json":
+            if self.saw_done:
+                return None
+            return await self._whole_reply()
         while True:
             try:
                 chunk = await content.readany()
             except Exception as exc:
                 raise _wrap(exc) from exc
             if not chunk:
-                return self._splitter.flush() or None
-            if events := self._splitter.feed(chunk):
+                events = self._splitter.flush()
+                if events and self._reader is not None:
+                    events = self._translate(events)
+                return events or None
+            events = self._splitter.feed(chunk)
+            if events and self._reader is not None:
+                events = self._translate(events)
+            if events:
                 if DONE in events:
                     self.saw_done = True
                 return events
@@ -234,7 +263,7 @@ async def open_stream(call: UpstreamCall) -> UpstreamStream:
         finally:
             response.close()
         raise UpstreamError("http", _error_message(body, response.status), response.status)
-    return UpstreamStream(response)
+    return UpstreamStream(response, protocols.upstream_reader(call.protocol))
 
 
 async def close_client() -> None:

@@ -16,6 +16,7 @@ from django.conf import settings
 
 from providers.credentials import authorization_for
 from providers.models import Endpoint
+from providers.protocols import upstream_path
 from uberllm.aio import db_call, run_in_background
 
 from .core.types import EndpointInfo, ModelInfo
@@ -34,6 +35,7 @@ class EndpointRoute:
     authorization: str | None
     prices: dict[str, Decimal]
     cache_ttl_s: int
+    protocol: str = "openai_chat"  # the wire format the upstream speaks (providers/protocols)
 
     @property
     def endpoint_id(self) -> int:
@@ -68,11 +70,12 @@ def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
     return EndpointRoute(
         info=info,
         provider_slug=endpoint.provider.slug,
-        url=endpoint.base_url.rstrip("/") + "/chat/completions",
+        url=endpoint.base_url.rstrip("/") + upstream_path(endpoint.protocol),
         upstream_model=endpoint.upstream_model or endpoint.model.slug,
         authorization=authorization_for(endpoint),
         prices=prices,
         cache_ttl_s=endpoint.cache_ttl_s,
+        protocol=endpoint.protocol,
     )
 
 

@@ -186,6 +186,20 @@ MESSAGE_REPLY = {
         "usage": {"type": "object"},
     },
 }
+ENDPOINT = {
+    "type": "object",
+    "properties": {
+        "provider": {"type": "string"},
+        "protocol": {
+            "type": "string",
+            "enum": ["openai_chat", "anthropic_messages"],
+            "description": "The wire format the endpoint's upstream speaks.",
+        },
+        "context_length": {"type": "integer"},
+        "supported_parameters": {"type": "array", "items": {"type": "string"}},
+        "pricing": {"type": "object"},
+    },
+}
 MODEL = {
     "type": "object",
     "required": ["id", "object"],
@@ -196,7 +210,7 @@ MODEL = {
         "context_length": {"type": "integer"},
         "supported_parameters": {"type": "array", "items": {"type": "string"}},
         "pricing": {"type": "object"},
-        "endpoints": {"type": "array", "items": {"type": "object"}},
+        "endpoints": {"type": "array", "items": ENDPOINT},
     },
 }
 SCHEMAS = {

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.pricing import call_cost
+from providers import protocols
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
 from uberllm import metrics
 from uberllm.aio import db_call, drain_background
@@ -112,10 +113,24 @@ def probe_endpoint_ids(cycle: int) -> list[int]:
     return sorted({target.route.endpoint_id for target in probe_targets(cycle)})
 
 
+def _has_token(chunk: dict) -> bool:
+    """A chunk carrying the first token (or the end): not a bare role chunk, which an
+    Anthropic upstream's ``message_start`` becomes before any token was produced."""
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        if choice.get("finish_reason") or any(
+            delta.get(k) for k in ("content", "reasoning_content", "reasoning", "tool_calls")
+        ):
+            return True
+    return False
+
+
 async def _time_first_token(target: ProbeTarget) -> float:
     body = {"model": target.route.upstream_model, "messages": probe_prompt(target.prompt_tokens),
             "stream": True, "max_tokens": 1}  # fmt: skip
-    call = UpstreamCall(target.route.url, orjson.dumps(body), target.route.authorization)
+    route = target.route
+    call = UpstreamCall(route.url, protocols.upstream_body(route.protocol, body, None),
+                        route.authorization, route.protocol)  # fmt: skip
     started = time.perf_counter()
     stream = await open_stream(call)
     try:
@@ -123,7 +138,7 @@ async def _time_first_token(target: ProbeTarget) -> float:
             chunk = orjson.loads(data)
             if chunk.get("error"):
                 raise UpstreamError("http", str(chunk["error"]), 502)
-            if chunk.get("choices"):
+            if _has_token(chunk):
                 return time.perf_counter() - started
         raise UpstreamError("protocol", "stream ended before the first token")
     finally:

@@ -30,6 +30,7 @@ def _endpoints(model, *, live: bool = False) -> list[dict]:
     return [
         {
             "provider": route.provider_slug,
+            "protocol": route.protocol,
             **(_speed(route.endpoint_id) if live else {}),
             "context_length": route.info.context_length,
             "supported_parameters": sorted(route.info.supported_parameters),

@@ -38,7 +38,8 @@ class ChatRequest:
 
 
 def check_auth(provider: ProviderState, headers: list[tuple[bytes, bytes]]) -> None:
-    """Raise Reject(401) unless the profile has no api_key or the Bearer token matches."""
+    """Raise Reject(401) unless the profile has no api_key or the Bearer token (or an
+    Anthropic-style ``x-api-key``) matches."""
     key = provider.profile["api_key"]
     if key is None:
         return
@@ -46,6 +47,8 @@ def check_auth(provider: ProviderState, headers: list[tuple[bytes, bytes]]) -> N
     for name, value in headers:
         if name.lower() == b"authorization":
             sent = value
+        elif name.lower() == b"x-api-key" and not sent:
+            sent = b"Bearer " + value
     if not hmac.compare_digest(sent, b"Bearer " + key.encode()):
         raise Reject(401, "Incorrect API key provided.", code="invalid_api_key")
 

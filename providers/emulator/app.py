@@ -2,6 +2,7 @@
 
 Routes:
   POST /{provider}/v1/chat/completions   OpenAI chat completions (stream and not)
+  POST /{provider}/v1/messages           Anthropic Messages (stream and not; messages.py)
   GET  /{provider}/v1/models             the provider's models
   GET  /_health                          {"ok": true}
   GET  /_log[?provider=slug]             log records, oldest first
@@ -23,6 +24,7 @@ import orjson
 from .admission import Reject, check_auth
 from .chat import handle_chat
 from .generate import StreamAbort
+from .messages import handle_messages
 from .profiles import EmulatorConfig, ProfileError, load_config
 from .responses import Receive, Send, send_error, send_json
 from .state import EmulatorState, ProviderState
@@ -93,6 +95,8 @@ class EmulatorApp:
             await self._admin(method, parts, scope, body, send)
         elif len(parts) == 4 and parts[1:] == ["v1", "chat", "completions"]:
             await self._chat(method, parts[0], scope, body, receive, send)
+        elif len(parts) == 3 and parts[1:] == ["v1", "messages"]:
+            await self._chat(method, parts[0], scope, body, receive, send, handle_messages)
         elif len(parts) == 3 and parts[1:] == ["v1", "models"]:
             await self._models(method, parts[0], scope, send)
         else:
@@ -109,6 +113,7 @@ class EmulatorApp:
         body: bytes,
         receive: Receive,
         send: Send,
+        handler=handle_chat,
     ) -> None:
         provider = self._provider_or_none(slug)
         if provider is None:
@@ -116,7 +121,7 @@ class EmulatorApp:
         elif method != "POST":
             await send_error(send, 405, "Use POST for chat completions.")
         else:
-            await handle_chat(self.state, provider, scope, body, receive, send)
+            await handler(self.state, provider, scope, body, receive, send)
 
     async def _models(self, method: str, slug: str, scope: dict[str, Any], send: Send) -> None:
         provider = self._provider_or_none(slug)

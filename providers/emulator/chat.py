@@ -27,9 +27,13 @@ async def handle_chat(
     body: bytes,
     receive: Receive,
     send: Send,
+    *,
+    record_extra: dict[str, Any] | None = None,
 ) -> None:
-    """Answer one chat-completions request and keep its log record up to date."""
+    """Answer one chat-completions request and keep its log record up to date
+    (``record_extra``: fields added to the log record, e.g. by the Messages route)."""
     record = new_record(provider.slug, scope["headers"])
+    record.update(record_extra or {})
     state.log.append(record)
     try:
         check_auth(provider, scope["headers"])

@@ -4,11 +4,76 @@
   ``ToolCallStart``, ``ToolCallDelta``, ``Finish``, ``UsageReport``, ``StreamError``)
   and the neutral error (``ProtocolError``).
 - ``openai_chat``: OpenAI Chat Completions, the gateway's neutral request form and the
-  wire format of every upstream in the catalog: chunks -> neutral events, errors.
-- ``anthropic_messages``: Anthropic Messages: a client request -> the neutral (OpenAI
-  chat) request, neutral events -> Messages SSE events, a whole reply -> a Message,
-  errors in Anthropic's shape.
+  wire format of ``openai_chat`` upstreams: chunks -> neutral events, errors.
+- ``anthropic_messages``: Anthropic Messages, both ways: a client's request -> the
+  neutral (OpenAI chat) request and neutral events -> Messages SSE / a Message (the
+  ``/v1/messages`` API); and for ``anthropic_messages`` upstreams the neutral request
+  -> a Messages request and their SSE -> OpenAI chunks (``UpstreamReader``).
 
-A new client format is one module here plus one URL (``routing.gateway.messages`` is
-the Messages one). Nothing here imports Django or ``routing``.
+The functions below are all the upstream client (``providers.upstream``) and the
+catalog know of an upstream's protocol: its path, headers, request body and the
+reader of its stream. The gateway session never sees a wire format. A new client
+format is one module here plus one URL (``routing.gateway.messages`` is the Messages
+one); a new upstream format is one module plus an entry below. Nothing here imports
+Django or ``routing``.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from . import anthropic_messages
+
+OPENAI_CHAT = "openai_chat"
+ANTHROPIC_MESSAGES = "anthropic_messages"
+PROTOCOLS = (OPENAI_CHAT, ANTHROPIC_MESSAGES)
+_PATHS = {OPENAI_CHAT: "/chat/completions", ANTHROPIC_MESSAGES: "/messages"}
+
+
+def upstream_path(protocol: str) -> str:
+    """The path appended to an endpoint's base URL."""
+    return _PATHS.get(protocol, _PATHS[OPENAI_CHAT])
+
+
+def upstream_headers(protocol: str, authorization: str | None) -> dict[str, str]:
+    """The request headers (with the credential) for an upstream of ``protocol``."""
+    if protocol == ANTHROPIC_MESSAGES:
+        return anthropic_messages.upstream_headers(authorization)
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if authorization:
+        headers["authorization"] = authorization
+    return headers
+
+
+def upstream_body(protocol: str, body: dict[str, Any], max_output_tokens: int | None) -> bytes:
+    """The request body for an upstream of ``protocol`` from the neutral (OpenAI chat)
+    body (``max_output_tokens``: the endpoint's cap, the default where one is required)."""
+    if protocol == ANTHROPIC_MESSAGES:
+        return orjson.dumps(anthropic_messages.from_chat_body(body, max_output_tokens))
+    messages = body.get("messages")
+    if isinstance(messages, list) and any(
+        isinstance(m, dict) and not OWN_MESSAGE_KEYS.isdisjoint(m) for m in messages
+    ):  # UberLLM's own message fields: not for OpenAI-compatible hosts
+        body = {**body, "messages": [_plain(m) for m in messages]}
+    return orjson.dumps(body)
+
+
+# Message-level fields of the neutral form that only Anthropic upstreams understand: a
+# thinking signature, a tool result's cache breakpoint (OpenAI's tool content is a string).
+OWN_MESSAGE_KEYS = frozenset({"reasoning_signature", "cache_control"})
+
+
+def _plain(message: Any) -> Any:
+    if not isinstance(message, dict) or OWN_MESSAGE_KEYS.isdisjoint(message):
+        return message
+    return {k: v for k, v in message.items() if k not in OWN_MESSAGE_KEYS}
+
+
+def upstream_reader(protocol: str) -> anthropic_messages.UpstreamReader | None:
+    """A reader turning the upstream's events into OpenAI chunks, or None when the
+    upstream already speaks OpenAI chat."""
+    if protocol == ANTHROPIC_MESSAGES:
+        return anthropic_messages.UpstreamReader()
+    return None

@@ -24,6 +24,7 @@ from .types import (
     Finish,
     ProtocolError,
     ReasoningDelta,
+    ReasoningSignature,
     StreamError,
     TextDelta,
     ToolCallDelta,
@@ -101,8 +102,11 @@ def _user_messages(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             text = _result_text(block.get("content"))
             if block.get("is_error"):
                 text = f"Error: {text}"
-            out.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")),
-                        "content": text})  # fmt: skip
+            tool = {"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")),
+                    "content": text}  # fmt: skip
+            if block.get("cache_control"):  # for Anthropic upstreams only (see __init__)
+                tool["cache_control"] = block["cache_control"]
+            out.append(tool)
         elif kind == "text":
             parts.append(_text_part(block))
         elif kind == "image" and (image := _image_part(block)) is not None:
@@ -115,13 +119,15 @@ def _user_messages(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _assistant_message(blocks: list[dict[str, Any]]) -> dict[str, Any]:
-    text, reasoning, calls = [], [], []
+    text, reasoning, calls, signature = [], [], [], ""
     for block in blocks:
         kind = block["type"]
         if kind == "text":
             text.append(block.get("text", ""))
         elif kind == "thinking":
             reasoning.append(block.get("thinking", ""))
+            if isinstance(block.get("signature"), str) and block["signature"]:
+                signature = block["signature"]
         elif kind == "tool_use":
             arguments = orjson.dumps(block.get("input") or {}).decode()
             calls.append({"id": str(block.get("id", "")), "type": "function",
@@ -134,6 +140,8 @@ def _assistant_message(blocks: list[dict[str, Any]]) -> dict[str, Any]:
         message["tool_calls"] = calls
     if reasoning:
         message["reasoning_content"] = "".join(reasoning)
+        if signature:
+            message["reasoning_signature"] = signature
     return message
 
 
@@ -254,6 +262,9 @@ def to_chat_body(request: Any) -> dict[str, Any]:
     user_id = (request.get("metadata") or {}).get("user_id")
     if isinstance(user_id, str):
         body["user"] = user_id
+    for name in ("models", "provider"):  # OpenRouter's routing fields, validated as in chat
+        if name in request:
+            body[name] = request[name]
     return body
 
 
@@ -276,11 +287,12 @@ PING = sse("ping", {"type": "ping"})
 def _usage(usage: UsageReport | None, prompt_estimate: int) -> dict[str, Any]:
     if usage is None:
         return {"input_tokens": prompt_estimate, "output_tokens": 0}
+    written = min(usage.cache_write_tokens, max(usage.prompt_tokens - usage.cached_tokens, 0))
     return {
-        "input_tokens": usage.prompt_tokens - usage.cached_tokens,
+        "input_tokens": max(usage.prompt_tokens - usage.cached_tokens - written, 0),
         "output_tokens": usage.completion_tokens,
         "cache_read_input_tokens": usage.cached_tokens,
-        "cache_creation_input_tokens": 0,
+        "cache_creation_input_tokens": written,
     }
 
 
@@ -299,6 +311,7 @@ class StreamRenderer:
         self.tool_index: int | None = None
         self.stop_reason: str | None = None
         self.usage: UsageReport | None = None
+        self.signature = ""  # the open thinking block's, from the provider
 
     def start(self) -> bytes:
         message = {"id": self.message_id, "type": "message", "role": "assistant",
@@ -318,7 +331,8 @@ class StreamRenderer:
             return b""
         out = b""
         if self.block_kind == "thinking":
-            signature = {"type": "signature_delta", "signature": ""}
+            signature = {"type": "signature_delta", "signature": self.signature}
+            self.signature = ""
             out = sse(
                 "content_block_delta",
                 {"type": "content_block_delta", "index": self.block_index, "delta": signature},
@@ -341,6 +355,9 @@ class StreamRenderer:
                 opening = b"" if self.block_kind == "thinking" else self._open(
                     "thinking", {"type": "thinking", "thinking": "", "signature": ""})  # fmt: skip
                 return opening + self._delta({"type": "thinking_delta", "thinking": text})
+            case ReasoningSignature(signature):
+                if self.block_kind == "thinking":
+                    self.signature = signature
             case ToolCallStart(index, call_id, name):
                 block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
                 out = self._open("tool_use", block)
@@ -380,13 +397,15 @@ def render_message(message_id: str, model: str, events: list[ChatEvent],
                    prompt_estimate: int) -> dict[str, Any]:  # fmt: skip
     """A whole reply (the events of a ``chat.completion``) as an Anthropic Message."""
     content: list[dict[str, Any]] = []
-    thinking, text = "", ""
+    thinking, text, signature = "", "", ""
     calls: dict[int, dict[str, Any]] = {}
     stop, usage = "end_turn", None
     for event in events:
         match event:
             case ReasoningDelta(piece):
                 thinking += piece
+            case ReasoningSignature(piece):
+                signature = piece
             case TextDelta(piece):
                 text += piece
             case ToolCallStart(index, call_id, name):
@@ -398,7 +417,7 @@ def render_message(message_id: str, model: str, events: list[ChatEvent],
             case UsageReport():
                 usage = event
     if thinking:
-        content.append({"type": "thinking", "thinking": thinking, "signature": ""})
+        content.append({"type": "thinking", "thinking": thinking, "signature": signature})
     if text:
         content.append({"type": "text", "text": text})
     for index in sorted(calls):
@@ -408,3 +427,352 @@ def render_message(message_id: str, model: str, events: list[ChatEvent],
     return {"id": message_id, "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": stop, "stop_sequence": None,
             "usage": _usage(usage, prompt_estimate)}  # fmt: skip
+
+
+# --- upstream: the neutral (OpenAI chat) request -> a Messages request ----------------------
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096  # Messages requires max_tokens; OpenAI's clients may omit it
+MIN_THINKING_BUDGET = 1024  # Anthropic's minimum budget_tokens
+EFFORT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+                  "tool_use": "tool_calls", "pause_turn": "stop", "refusal": "content_filter",
+                  "model_context_window_exceeded": "length"}  # fmt: skip
+
+
+def upstream_headers(authorization: str | None) -> dict[str, str]:
+    """Anthropic's headers: the key as ``x-api-key`` (the catalog stores ``Bearer <key>``)."""
+    headers = {"content-type": "application/json", "accept": "text/event-stream",
+               "anthropic-version": ANTHROPIC_VERSION}  # fmt: skip
+    if authorization:
+        scheme, _, token = authorization.partition(" ")
+        headers["x-api-key"] = token if scheme.lower() == "bearer" and token else authorization
+    return headers
+
+
+def _image_block(url: str) -> dict[str, Any] | None:
+    if url.startswith("data:"):
+        head, _, data = url[5:].partition(",")
+        media_type, _, encoding = head.partition(";")
+        if encoding != "base64" or not data:
+            return None
+        source = {"type": "base64", "media_type": media_type or "image/png", "data": data}
+        return {"type": "image", "source": source}
+    if url.startswith(("http://", "https://")):
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    return None
+
+
+def _content_blocks(content: Any) -> list[dict[str, Any]]:
+    """OpenAI content (a string or parts) as Messages blocks (text, image)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks: list[dict[str, Any]] = []
+    for part in content if isinstance(content, list) else ():
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("text"), str) and part["text"]:
+            block: dict[str, Any] = {"type": "text", "text": part["text"]}
+            if part.get("cache_control"):
+                block["cache_control"] = part["cache_control"]
+            blocks.append(block)
+        elif part.get("type") == "image_url":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else image
+            if isinstance(url, str) and (block := _image_block(url)) is not None:
+                blocks.append(block)
+    return blocks
+
+
+def _arguments_object(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    return _tool_input(arguments if isinstance(arguments, str) else "")
+
+
+def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    # Earlier thinking goes back only with its signature (Anthropic checks it; the
+    # reply carried it as ``reasoning_signature``); unsigned thinking is omitted.
+    blocks = _content_blocks(message.get("content"))
+    signature, thinking = message.get("reasoning_signature"), message.get("reasoning_content")
+    if isinstance(signature, str) and signature and isinstance(thinking, str):
+        blocks.insert(0, {"type": "thinking", "thinking": thinking, "signature": signature})
+    for call in message.get("tool_calls") or ():
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function") or {}
+        blocks.append({"type": "tool_use", "id": str(call.get("id") or ""),
+                       "name": str(function.get("name") or ""),
+                       "input": _arguments_object(function.get("arguments"))})  # fmt: skip
+    return blocks
+
+
+def _tool_result(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    blocks = _content_blocks(content) if isinstance(content, list) else None
+    result: dict[str, Any] = {"type": "tool_result",
+                              "tool_use_id": str(message.get("tool_call_id") or "")}  # fmt: skip
+    result["content"] = blocks if blocks is not None else (content or "")
+    if message.get("cache_control"):
+        result["cache_control"] = message["cache_control"]
+    return result
+
+
+def _upstream_messages(messages: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(system blocks, alternating user/assistant messages); consecutive turns of one role
+    (tool results then the user's text) are merged, as Messages requires."""
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role in ("system", "developer"):
+            system += _content_blocks(message.get("content"))
+            continue
+        if role == "tool":
+            role, blocks = "user", [_tool_result(message)]
+        elif role == "assistant":
+            blocks = _assistant_blocks(message)
+        else:
+            role, blocks = "user", _content_blocks(message.get("content"))
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += blocks
+        else:
+            out.append({"role": role, "content": blocks})
+    return system, out
+
+
+def _upstream_tools(body: dict[str, Any], request: dict[str, Any]) -> None:
+    tools = []
+    for tool in body.get("tools") or ():
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        entry = {"name": function["name"],
+                 "input_schema": function.get("parameters") or {"type": "object"}}  # fmt: skip
+        if function.get("description"):
+            entry["description"] = function["description"]
+        tools.append(entry)
+    if not tools:
+        return
+    request["tools"] = tools
+    choice, tool_choice = body.get("tool_choice"), None
+    if choice == "auto":
+        tool_choice = {"type": "auto"}
+    elif choice == "required":
+        tool_choice = {"type": "any"}
+    elif choice == "none":
+        tool_choice = {"type": "none"}
+    elif isinstance(choice, dict) and isinstance((choice.get("function") or {}).get("name"), str):
+        tool_choice = {"type": "tool", "name": choice["function"]["name"]}
+    if body.get("parallel_tool_calls") is False:
+        tool_choice = {**(tool_choice or {"type": "auto"}), "disable_parallel_tool_use": True}
+    if tool_choice is not None:
+        request["tool_choice"] = tool_choice
+
+
+def _thinking_budget(body: dict[str, Any]) -> int | None:
+    """The thinking budget the neutral request asks for (``reasoning``, or OpenAI's
+    ``reasoning_effort``), or None for no thinking."""
+    reasoning = body.get("reasoning")
+    effort = body.get("reasoning_effort")
+    if isinstance(reasoning, dict):
+        if reasoning.get("enabled") is False or reasoning.get("effort") == "none":
+            return None
+        if isinstance(reasoning.get("max_tokens"), int) and not isinstance(
+            reasoning["max_tokens"], bool
+        ):
+            return max(MIN_THINKING_BUDGET, reasoning["max_tokens"])
+        effort = reasoning.get("effort", effort)
+        if not reasoning.get("enabled") and effort is None:
+            return None
+        return EFFORT_BUDGETS.get(effort if isinstance(effort, str) else "", 8192)
+    if isinstance(effort, str) and effort != "none":
+        return EFFORT_BUDGETS.get(effort, 8192)
+    return None
+
+
+def from_chat_body(body: dict[str, Any], max_output_tokens: int | None = None) -> dict[str, Any]:
+    """The Messages request for a neutral (OpenAI chat) body, for an upstream that speaks
+    Anthropic natively: system prompt, text and image parts, tool calls and results,
+    tools and tool_choice, stop sequences, thinking, ``cache_control`` on text parts.
+    Fields Messages has no equivalent for (``n``, ``seed``, penalties, logprobs,
+    ``response_format`` ...) are dropped."""
+    system, messages = _upstream_messages(body.get("messages") or [])
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        limit = min(DEFAULT_MAX_TOKENS, max_output_tokens or DEFAULT_MAX_TOKENS)
+    request: dict[str, Any] = {
+        "model": body.get("model"),
+        "messages": messages,
+        "max_tokens": limit,
+        "stream": body.get("stream") is True,
+    }
+    if system:
+        request["system"] = system
+    budget = _thinking_budget(body)
+    forced = body.get("tool_choice") == "required" or isinstance(body.get("tool_choice"), dict)
+    if forced and body.get("tools"):
+        budget = None  # Messages refuses thinking with a forced tool: the tool wins
+    if budget is not None:
+        # budget_tokens counts inside max_tokens: the answer keeps what was asked for,
+        # within the endpoint's output cap (thinking dropped if no budget fits under it).
+        total = limit + budget
+        if max_output_tokens and total > max_output_tokens:
+            total = max_output_tokens
+            budget = min(budget, total - 1)
+        if budget >= MIN_THINKING_BUDGET:
+            request["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            request["max_tokens"] = total
+        else:
+            budget = None
+            request["max_tokens"] = min(limit, max_output_tokens or limit)
+    if budget is None:
+        temperature = body.get("temperature")
+        if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+            request["temperature"] = min(float(temperature), 1.0)  # Messages: 0..1
+        for name in ("top_p", "top_k"):
+            if body.get(name) is not None:
+                request[name] = body[name]
+    stop = body.get("stop")
+    if isinstance(stop, str):
+        stop = [stop]
+    if isinstance(stop, list) and (stops := [s for s in stop if isinstance(s, str) and s]):
+        request["stop_sequences"] = stops
+    _upstream_tools(body, request)
+    if isinstance(body.get("user"), str):
+        request["metadata"] = {"user_id": body["user"]}
+    return request
+
+
+# --- upstream: Messages SSE / a Message -> OpenAI chunks ------------------------------------
+def openai_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic usage object in OpenAI's convention (``prompt_tokens`` includes cache
+    reads and writes; docs/security.md)."""
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    written = int(usage.get("cache_creation_input_tokens") or 0)
+    prompt = int(usage.get("input_tokens") or 0) + read + written
+    completion = int(usage.get("output_tokens") or 0)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
+    }
+
+
+class UpstreamReader:
+    """One upstream Messages stream read into OpenAI ``chat.completion.chunk`` payloads
+    (JSON bytes, ``[DONE]`` at ``message_stop``), the form the relay handles: text ->
+    ``content``, thinking -> ``reasoning_content``, tool_use -> ``tool_calls``,
+    ``message_delta`` -> ``finish_reason`` and a usage chunk, ``error`` -> an error
+    chunk, a thinking ``signature`` -> ``reasoning_signature``. ``ping`` is dropped."""
+
+    def __init__(self) -> None:
+        self.message_id, self.model = "", ""
+        self.usage: dict[str, Any] = {}
+        self.tools: dict[int, int] = {}  # content block index -> tool call index
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return orjson.dumps({"id": self.message_id, "object": "chat.completion.chunk",
+                             "model": self.model, "choices": [choice]})  # fmt: skip
+
+    def _usage_chunk(self) -> bytes:
+        return orjson.dumps({"id": self.message_id, "object": "chat.completion.chunk",
+                             "model": self.model, "choices": [],
+                             "usage": openai_usage(self.usage)})  # fmt: skip
+
+    def _block_start(self, event: dict[str, Any]) -> list[bytes]:
+        block = event.get("content_block") or {}
+        kind = block.get("type")
+        if kind == "text" and block.get("text"):
+            return [self._chunk({"content": block["text"]})]
+        if kind == "thinking":
+            out = [self._chunk({"reasoning_content": block["thinking"]})] if block.get(
+                "thinking") else []  # fmt: skip
+            if block.get("signature"):
+                out.append(self._chunk({"reasoning_signature": block["signature"]}))
+            return out
+        if kind == "tool_use":
+            index = self.tools[int(event.get("index", 0))] = len(self.tools)
+            arguments = orjson.dumps(block["input"]).decode() if block.get("input") else ""
+            call = {"index": index, "id": str(block.get("id") or ""), "type": "function",
+                    "function": {"name": str(block.get("name") or ""),
+                                 "arguments": arguments}}  # fmt: skip
+            return [self._chunk({"tool_calls": [call]})]
+        return []
+
+    def _block_delta(self, event: dict[str, Any]) -> list[bytes]:
+        delta = event.get("delta") or {}
+        kind = delta.get("type")
+        if kind == "text_delta" and delta.get("text"):
+            return [self._chunk({"content": delta["text"]})]
+        if kind == "thinking_delta" and delta.get("thinking"):
+            return [self._chunk({"reasoning_content": delta["thinking"]})]
+        if kind == "signature_delta" and delta.get("signature"):
+            return [self._chunk({"reasoning_signature": delta["signature"]})]
+        if kind == "input_json_delta" and delta.get("partial_json"):
+            index = self.tools.get(int(event.get("index", 0)))
+            if index is not None:
+                piece = {"index": index, "function": {"arguments": delta["partial_json"]}}
+                return [self._chunk({"tool_calls": [piece]})]
+        return []
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The OpenAI chunk payloads for one Messages SSE event's data."""
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return [b"{not json"]  # the relay reports an invalid chunk
+        if not isinstance(event, dict):
+            return []
+        match event.get("type"):
+            case "message_start":
+                message = event.get("message") or {}
+                self.message_id = str(message.get("id") or "")
+                self.model = str(message.get("model") or "")
+                self.usage.update(message.get("usage") or {})
+                return [self._chunk({"role": "assistant", "content": ""})]
+            case "content_block_start":
+                return self._block_start(event)
+            case "content_block_delta":
+                return self._block_delta(event)
+            case "message_delta":
+                self.usage.update({k: v for k, v in (event.get("usage") or {}).items()
+                                   if v is not None})  # fmt: skip
+                reason = (event.get("delta") or {}).get("stop_reason")
+                if reason is None:
+                    return []
+                return [self._chunk({}, FINISH_REASONS.get(reason, "stop")), self._usage_chunk()]
+            case "message_stop":
+                return [b"[DONE]"]
+            case "error":
+                error = event.get("error") or {}
+                message = f"{error.get('type', 'error')}: {error.get('message', '')}"
+                return [orjson.dumps({"error": {"message": message, "type": error.get("type")}})]
+        return []  # ping, content_block_stop, unknown events
+
+    def message(self, body: bytes) -> list[bytes]:
+        """A whole (non-streaming) Message as the chunks a stream of it would give."""
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return [b"{not json"]
+        if not isinstance(message, dict):
+            return [b"{not json"]
+        if message.get("type") == "error":
+            return self.feed(body)
+        usage = message.get("usage") or {}
+        out = self.feed(orjson.dumps({"type": "message_start",
+                                      "message": {**message, "usage": usage}}))  # fmt: skip
+        for index, block in enumerate(message.get("content") or ()):
+            if not isinstance(block, dict):
+                continue
+            out += self._block_start({"index": index, "content_block": block})
+        out += self.feed(orjson.dumps({"type": "message_delta",
+                                       "delta": {"stop_reason": message.get("stop_reason")
+                                                 or "end_turn"}}))  # fmt: skip
+        return [*out, b"[DONE]"]

@@ -15,6 +15,7 @@ from .types import (
     ChatEvent,
     Finish,
     ReasoningDelta,
+    ReasoningSignature,
     StreamError,
     TextDelta,
     ToolCallDelta,
@@ -23,6 +24,7 @@ from .types import (
 )
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+SIGNATURE_FIELD = "reasoning_signature"  # UberLLM's: Anthropic's thinking signature
 
 
 def usage_report(usage: dict[str, Any]) -> UsageReport:
@@ -34,6 +36,7 @@ def usage_report(usage: dict[str, Any]) -> UsageReport:
         cached_tokens=int(prompt_details.get("cached_tokens") or 0),
         reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
         cost_usd=usage.get("cost"),
+        cache_write_tokens=int(prompt_details.get("cache_write_tokens") or 0),
     )
 
 
@@ -61,6 +64,8 @@ def events_from_chunk(chunk: dict[str, Any]) -> list[ChatEvent]:
             if isinstance(delta.get(field), str) and delta[field]:
                 events.append(ReasoningDelta(delta[field]))
                 break
+        if isinstance(delta.get(SIGNATURE_FIELD), str) and delta[SIGNATURE_FIELD]:
+            events.append(ReasoningSignature(delta[SIGNATURE_FIELD]))
         if delta.get("content"):
             events.append(TextDelta(delta["content"]))
         events += _tool_events(delta.get("tool_calls") or [])
@@ -80,6 +85,8 @@ def events_from_completion(completion: dict[str, Any]) -> list[ChatEvent]:
             if message.get(field):
                 events.append(ReasoningDelta(message[field]))
                 break
+        if isinstance(message.get(SIGNATURE_FIELD), str) and message[SIGNATURE_FIELD]:
+            events.append(ReasoningSignature(message[SIGNATURE_FIELD]))
         if message.get("content"):
             events.append(TextDelta(message["content"]))
         for index, call in enumerate(message.get("tool_calls") or ()):

@@ -16,6 +16,16 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningSignature:
+    """The provider's signature of the reasoning so far (Anthropic's thinking block
+    ``signature``): sent back with the reasoning on the next turn, it lets the provider
+    accept its own thinking. On OpenAI-shaped chunks and messages it travels as the
+    ``reasoning_signature`` field (an UberLLM extension; OpenAI clients ignore it)."""
+
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStart:
     index: int
     id: str
@@ -40,6 +50,7 @@ class UsageReport:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     cost_usd: float | None = None
+    cache_write_tokens: int = 0  # part of prompt_tokens, like cached_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +59,9 @@ class StreamError:
 
 
 ChatEvent = (
-    TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | Finish | UsageReport | StreamError
-)
+    TextDelta | ReasoningDelta | ReasoningSignature | ToolCallStart | ToolCallDelta | Finish
+    | UsageReport | StreamError
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

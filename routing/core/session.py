@@ -12,9 +12,16 @@ routing/simulator/shell.py on a virtual clock). Where to go and what to learn ar
     session.start(now)                    -> [OpenLeg(1, e1)] (+ StartTimer("hedge", t))
     session.first_token(1, now)           -> [CancelLeg(2, lost=True), Serve(1)]
     session.failed(1, kind, status, now)  -> [OpenLeg(2, e2)] | [GiveUp()] | []
+                                             | [SwitchModel(r), OpenLeg(3, e5)]
     session.timer("hedge", now)           -> [OpenLeg(2, e3, hedge=True, reserve_usd=r)]
     session.ended(1, now, ok)             -> [Done()]
     session.client_gone(now)              -> [CancelLeg(...), Done()]
+
+Model fallback (OpenRouter's ``models``): when no endpoint of the request's model is
+left before the first token, a router that has ``next_model(session, now)`` may move
+the request to its next model (it returns the new request, or None); the session then
+asks ``next_attempt`` again and tells the shell with ``SwitchModel`` before the new
+leg. A router without that method (the simulator's strategies) never switches.
 
 Invariants: an endpoint is attempted at most once per request (hedge legs included);
 at most one leg serves; a leg that fails does not end a race while another leg is
@@ -93,6 +100,14 @@ class Serve:
 
 
 @dataclass(frozen=True, slots=True)
+class SwitchModel:
+    """The request moved to its next fallback model: ``request`` (the router's new
+    request) replaces the shell's from now on (its reply and record name that model)."""
+
+    request: Any
+
+
+@dataclass(frozen=True, slots=True)
 class GiveUp:
     """Every attempt failed (or none could be made): answer the last failure."""
 
@@ -106,7 +121,7 @@ class Done:
     outcome: str
 
 
-Action = OpenLeg | StartTimer | CancelLeg | Serve | GiveUp | Done
+Action = OpenLeg | StartTimer | CancelLeg | Serve | SwitchModel | GiveUp | Done
 
 
 class Router(Protocol):
@@ -158,6 +173,7 @@ class GatewaySession:
     hedge_cost: float = 0.0  # what the losers cost (the gateway's own estimate)
     ttft_at: float | None = None
     failures: int = 0
+    model_switches: int = 0
     lost_s: float = 0.0  # time spent on attempts that failed
     outcome: str = ""  # set once done: success, error, cut, cancelled
     done: bool = False
@@ -224,13 +240,28 @@ class GatewaySession:
             return []  # the other leg of the race is still alive
         self._settle_hedge(now)
         self.first_round = False
+        switched: list[Action] = []
         step = self.router.next_attempt(self, now)
+        while step is None and (request := self._next_model(now)) is not None:
+            switched.append(SwitchModel(request))
+            step = self.router.next_attempt(self, now)
         if step is None:
-            return self._give_up()
+            return switched + self._give_up()
         endpoint_id, delay = step
         if delay > 0:
-            return [StartTimer("retry", now + delay, endpoint_id)]
-        return [OpenLeg(self._new_leg(endpoint_id, now, hedge_leg=False))]
+            return [*switched, StartTimer("retry", now + delay, endpoint_id)]
+        return [*switched, OpenLeg(self._new_leg(endpoint_id, now, hedge_leg=False))]
+
+    def _next_model(self, now: float) -> Any:
+        """The request on its next fallback model, or None (see the module doc)."""
+        next_model = getattr(self.router, "next_model", None)
+        if next_model is None or self.winner is not None:
+            return None
+        request = next_model(self, now)
+        if request is not None:
+            self.request = request
+            self.model_switches += 1
+        return request
 
     def ended(
         self, leg_no: int, now: float, *, complete: bool, retry: bool = False

@@ -13,13 +13,13 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-import orjson
 from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
 from billing.auth import KeyPrincipal, KeyStoreUnavailable, authenticate
 from billing.limits import key_over_monthly_limit
+from providers import protocols
 
 from ..catalog import CatalogModel, EndpointRoute, catalog_cache
 from ..core.followups import FollowupEstimator
@@ -50,6 +50,9 @@ class Accepted:
     cached_tokens: dict[int, int]
     created_at: datetime
     started: float  # perf_counter at acceptance
+    # The ``models`` fallbacks after the one planned (OpenRouter), each found in the
+    # catalog; planned only if every endpoint of this one fails at run time (``replan``).
+    fallbacks: tuple[tuple[ChatRequest, CatalogModel], ...] = ()
 
     def elapsed_ms(self) -> int:
         return int((time.perf_counter() - self.started) * 1000)
@@ -62,7 +65,8 @@ class Accepted:
         # usage chunk is stripped if the client did not ask for it.
         body["stream"] = True
         body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
-        return orjson.dumps(body)
+        # In the upstream's own wire format (providers/protocols): the session never sees it.
+        return protocols.upstream_body(route.protocol, body, route.info.max_output_tokens)
 
 
 async def require_key(authorization: str | None) -> KeyPrincipal:
@@ -154,30 +158,63 @@ def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dic
     return plan, cached, prompt_tokens, raw, hashes
 
 
-async def _plan_model(chat: ChatRequest) -> tuple[ChatRequest, CatalogModel, tuple]:
+def _candidate(chat: ChatRequest, model_id: str) -> ChatRequest:
+    slug, _, suffix = model_id.partition(":")
+    if slug == chat.model_slug:
+        return chat
+    return replace(chat, model_slug=slug, model_suffix=suffix or None)
+
+
+async def _plan_model(
+    chat: ChatRequest,
+) -> tuple[ChatRequest, CatalogModel, tuple, tuple[tuple[ChatRequest, CatalogModel], ...]]:
     """The first of ``model`` and the ``models`` fallbacks that exists and can be planned
-    (OpenRouter's fallback list); the error of the first model if none can."""
+    (OpenRouter's fallback list), and the later fallbacks the catalog has; the error of
+    the first model if none can."""
     first_error: GatewayError | None = None
-    for model_id in (chat.body["model"], *chat.fallback_models):
-        slug, _, suffix = model_id.partition(":")
-        candidate = (
-            chat
-            if slug == chat.model_slug
-            else replace(chat, model_slug=slug, model_suffix=suffix or None)
-        )
+    model_ids = (chat.body["model"], *chat.fallback_models)
+    for index, model_id in enumerate(model_ids):
+        candidate = _candidate(chat, model_id)
+        slug = candidate.model_slug
         model = await catalog_cache.get(slug)
         # After the catalog read: the first refresh reads the speeds of its endpoints.
         await refresher.ready()
         try:
             if model is None:
                 raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
-            return candidate, model, plan_request(candidate, model)
+            planned = plan_request(candidate, model)
         except GatewayError as exc:
             if exc.status not in (404, 503) or not chat.fallback_models:
                 raise
             first_error = first_error or exc
+            continue
+        later = []
+        for later_id in model_ids[index + 1 :]:
+            fallback = _candidate(chat, later_id)
+            if (found := await catalog_cache.get(fallback.model_slug)) is not None:
+                later.append((fallback, found))
+        return candidate, model, planned, tuple(later)
     assert first_error is not None
     raise first_error
+
+
+def replan(accepted: Accepted) -> Accepted | None:
+    """The request moved to its next ``models`` fallback that can be planned (same id,
+    key, clock), once every endpoint of the current model failed; None if none is left.
+    Sync: it reads only the in-process snapshot, like acceptance."""
+    fallbacks = accepted.fallbacks
+    while fallbacks:
+        (chat, model), fallbacks = fallbacks[0], fallbacks[1:]
+        try:
+            plan, cached, prompt_tokens, raw, hashes = plan_request(chat, model)
+        except GatewayError:
+            continue
+        return replace(
+            accepted, chat=chat, model=model, plan=plan, prompt_tokens_estimate=prompt_tokens,
+            raw_prompt_tokens=raw, prefix_hashes=hashes, cached_tokens=cached,
+            fallbacks=fallbacks,
+        )  # fmt: skip
+    return None
 
 
 async def accept(principal: KeyPrincipal, body: bytes) -> Accepted:
@@ -198,7 +235,7 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
         ) from None
     if over is not None:
         raise GatewayError(402, over, code="insufficient_quota")
-    chat, model, (plan, cached, prompt_tokens, raw, hashes) = await _plan_model(chat)
+    chat, model, (plan, cached, prompt_tokens, raw, hashes), fallbacks = await _plan_model(chat)
     return Accepted(
         request_id=f"gen-{os.urandom(16).hex()}",
         principal=principal,
@@ -211,4 +248,5 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
         cached_tokens=cached,
         created_at=timezone.now(),
         started=time.perf_counter(),
+        fallbacks=fallbacks,
     )

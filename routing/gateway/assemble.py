@@ -7,7 +7,7 @@ from typing import Any
 
 class _Choice:
     __slots__ = ("content", "finish_reason", "logprobs", "reasoning", "refusal", "role",
-                 "tool_calls")  # fmt: skip
+                 "signature", "tool_calls")  # fmt: skip
 
     def __init__(self) -> None:
         self.role = "assistant"
@@ -20,6 +20,7 @@ class _Choice:
         self.tool_calls: dict[int, dict[str, Any]] = {}
         self.logprobs: list[Any] | None = None
         self.finish_reason: str | None = None
+        self.signature = ""  # Anthropic's thinking signature (``reasoning_signature``)
 
     def add(self, choice: dict[str, Any]) -> None:
         delta = choice.get("delta") or {}
@@ -31,6 +32,8 @@ class _Choice:
         for key in ("reasoning_content", "reasoning"):
             if isinstance(delta.get(key), str) and delta[key]:
                 self.reasoning.setdefault(key, []).append(delta[key])
+        if isinstance(delta.get("reasoning_signature"), str):
+            self.signature = delta["reasoning_signature"] or self.signature
         for call in delta.get("tool_calls") or ():
             self._add_tool_call(call)
         logprobs = choice.get("logprobs")
@@ -57,6 +60,8 @@ class _Choice:
         }
         for key, parts in self.reasoning.items():
             message[key] = "".join(parts)
+        if self.signature:
+            message["reasoning_signature"] = self.signature
         if self.tool_calls:
             message["tool_calls"] = [self.tool_calls[i] for i in sorted(self.tool_calls)]
         return message

@@ -40,6 +40,7 @@ from ..core.session import (
     OpenLeg,
     Serve,
     StartTimer,
+    SwitchModel,
 )  # fmt: skip
 from ..core.timeouts import first_token_timeout_s
 from ..errors import GatewayError
@@ -198,11 +199,24 @@ class LiveCall:
                     await self._cancel(leg, lost)
                 case Serve(leg):
                     await self._apply(await self._serve(leg))
+                case SwitchModel(request):
+                    self._switch_model(request)
                 case GiveUp(last):
                     error = last.data.error if last is not None else None
                     await self._give_up(final_error(error, len(self.session.tried)))
                 case Done():
                     pass
+
+    def _switch_model(self, accepted: Accepted) -> None:
+        """Every endpoint of the model failed before the first token: the call goes on
+        with its next ``models`` fallback; the reply, the Activity row and later
+        attempts name that model."""
+        logger.info("call %s falls back to model %s", accepted.request_id,
+                    accepted.chat.model_slug)  # fmt: skip
+        self.accepted = accepted
+        switched = getattr(self.out, "model_switched", None)
+        if switched is not None:
+            switched(accepted)
 
     # --- legs ------------------------------------------------------------------------------
     def _open(self, leg: Leg, reserve_usd: float | None) -> None:
@@ -248,7 +262,8 @@ class LiveCall:
         """Open the upstream stream and read up to its first token (the attempt's TTFT);
         raises UpstreamError, always with the stream closed."""
         accepted, route = self.accepted, attempt.route
-        call = UpstreamCall(route.url, accepted.upstream_body(route), route.authorization)
+        call = UpstreamCall(route.url, accepted.upstream_body(route), route.authorization,
+                            route.protocol)  # fmt: skip
         # A hanging provider costs a few times its typical TTFT, not the flat timeout.
         timeout_s = first_token_timeout_s(
             self.router.choice(route.endpoint_id),

@@ -68,6 +68,7 @@ def call_result(accepted: Accepted, outcome: Outcome, call: FinishedCall) -> Cal
         hedged=session.hedged,
         hedge_cost_usd=call.router.hedge_cost_usd,
         attempts=list(call.records),
+        model_slug=accepted.chat.model_slug,
     )
     served = call.served
     if served is not None:

@@ -65,6 +65,13 @@ class MessagesResponder(Responder):
             accepted.request_id, accepted.chat.model_slug, accepted.prompt_tokens_estimate
         )
 
+    def model_switched(self, accepted: Accepted) -> None:
+        """The call fell back to another model: the Message names it (unless the
+        stream's ``message_start`` already left)."""
+        self.accepted = accepted
+        if self.renderer is not None and not self.sse:
+            self.renderer.model = accepted.chat.model_slug
+
     async def start_sse(self, request_id: str) -> None:
         await super().start_sse(request_id)
         self.sse = True

@@ -33,7 +33,7 @@ from ..core.types import RouteChoice, bucket_for
 from ..memory import memory
 from ..models import SpeedSample
 from ..outbox import MarkLesson, mark_writer, prefix_writer, sample_writer
-from .accept import Accepted
+from .accept import Accepted, replan
 
 
 def _core_kind(kind: str, status: int | None) -> tuple[str, int | None]:
@@ -52,13 +52,28 @@ class LiveRouter:
         self.hedge_cost_usd = Decimal(0)
         self.settlements: list[tuple[Decimal, Decimal]] = []  # (reserved, spent) to settle
         self.stopped = False  # a failure another endpoint cannot fix
+        self.model_start = 0  # session.tried index where the current model's attempts start
 
     # --- where to go ---------------------------------------------------------------------
     def _next(self, session: GatewaySession) -> Step | None:
         if self.stopped:
             return None
-        choice = self.policy.next_choice(self.accepted.plan, session.tried)
+        tried = session.tried[self.model_start :]
+        choice = self.policy.next_choice(self.accepted.plan, tried)
         return None if choice is None else (choice.endpoint.endpoint_id, 0.0)
+
+    def next_model(self, session: GatewaySession, now: float) -> Accepted | None:
+        """Every endpoint of the model failed before the first token: the request on its
+        next ``models`` fallback (re-planned from the snapshot), with its own attempts."""
+        if self.stopped:
+            return None
+        accepted = replan(self.accepted)
+        if accepted is None:
+            return None
+        self.accepted = accepted
+        session.plan = accepted.plan
+        self.model_start = len(session.tried)
+        return accepted
 
     def first(self, session: GatewaySession, now: float) -> Step | None:
         return self._next(session)
@@ -95,7 +110,8 @@ class LiveRouter:
     def start_hedge(self, session: GatewaySession, now: float) -> int | None:
         """The partner if the budget left (snapshot) covers either leg losing; the shell
         makes the atomic reservation before the leg opens."""
-        if len(session.tried) >= self.policy.max_attempts or session.primary is None:
+        attempts = len(session.tried) - self.model_start
+        if attempts >= self.policy.max_attempts or session.primary is None:
             return None
         partner = hedge_partner(self.accepted.plan, self.choice(session.primary.endpoint_id))
         if partner is None or partner.endpoint_id in session.tried:

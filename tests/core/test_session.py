@@ -12,6 +12,7 @@ from routing.core.session import (
     OpenLeg,
     Serve,
     StartTimer,
+    SwitchModel,
 )
 
 
@@ -119,3 +120,48 @@ def test_leg_type_lets_a_shell_carry_its_own_leg_fields():
     assert type(opened.leg) is SimLeg and opened.leg.nth == 0
     opened.leg.drawn = "ok"
     assert type(GatewaySession("request", ScriptRouter([7])).start(0.0)[0].leg) is Leg
+
+
+class FallbackRouter(ScriptRouter):
+    """Model "a" on endpoints 7, 8; then model "b" on endpoint 9 (OpenRouter's ``models``)."""
+
+    def __init__(self):
+        super().__init__([7, 8])
+        self.models = [("b", [9])]
+
+    def next_model(self, session, now):
+        if not self.models:
+            return None
+        request, self.endpoints = self.models.pop(0)
+        self.calls.append(("next_model", request))
+        return request
+
+
+def test_every_endpoint_failed_moves_to_the_next_model():
+    router = FallbackRouter()
+    session = GatewaySession("a", router)
+    session.start(0.0)
+    session.failed(1, "http", 500, 0.1)
+    switched, opened = session.failed(2, "http", 500, 0.2)
+    assert switched == SwitchModel("b") and opened.leg.endpoint_id == 9
+    assert session.request == "b" and session.model_switches == 1
+    assert session.first_token(3, 0.5) == [Serve(opened.leg)]
+    assert session.ended(3, 1.0, complete=True) == [Done("success")]
+
+
+def test_no_model_left_gives_up_after_the_switch():
+    router = FallbackRouter()
+    session = GatewaySession("a", router)
+    session.start(0.0)
+    session.failed(1, "http", 500, 0.1)
+    session.failed(2, "connect", None, 0.2)
+    actions = session.failed(3, "http", 503, 0.3)
+    assert isinstance(actions[0], GiveUp) and actions[0].last_failure.endpoint_id == 9
+    assert actions[-1] == Done("error") and session.model_switches == 1
+
+
+def test_a_router_without_next_model_never_switches():
+    session = GatewaySession("a", ScriptRouter([7]))
+    session.start(0.0)
+    actions = session.failed(1, "http", 500, 0.1)
+    assert isinstance(actions[0], GiveUp) and session.model_switches == 0

@@ -44,6 +44,7 @@ def test_import_records_initial_prices_and_admin_edit_records_who(operator):
     assert 'type="checkbox" name="supported_parameters" value="tools"' in html
     data = {
         "provider": alpha.provider_id, "model": alpha.model_id, "base_url": alpha.base_url,
+        "protocol": alpha.protocol,
         "upstream_model": "", "credential_env": alpha.credential_env,
         "context_length": alpha.context_length, "max_output_tokens": "",
         "supported_parameters": ["tools", "temperature"], "price_input": "0.125",

@@ -75,3 +75,58 @@ def test_export_never_contains_credentials(monkeypatch):
     monkeypatch.setenv("UBERLLM_PROVIDER_KEY_TEST_ALPHA", "sk-very-secret")
     catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
     assert "sk-very-secret" not in json.dumps(catalog_export())
+
+
+def test_protocol_imported_exported_and_checked(tmp_path):
+    data = catalog_for_tests("http://127.0.0.1:9")
+    data["models"][0]["endpoints"][0]["protocol"] = "anthropic_messages"
+    catalog_import(data=data)
+    exported = catalog_export()
+    protocols = {e["provider"]: e["protocol"] for e in exported["models"][0]["endpoints"]}
+    assert protocols == {"alpha": "anthropic_messages", "bravo": "openai_chat",
+                         "charlie": "openai_chat"}  # fmt: skip
+    data["models"][0]["endpoints"][1]["protocol"] = "grpc"
+    with pytest.raises(ValidationError):
+        catalog_import(data=data)
+
+
+def test_catalog_route_of_an_anthropic_endpoint():
+    from routing.catalog import load_catalog
+
+    data = catalog_for_tests("http://127.0.0.1:9")
+    data["models"][0]["endpoints"][0]["protocol"] = "anthropic_messages"
+    catalog_import(data=data)
+    routes = {r.provider_slug: r for r in load_catalog()["test/model-a"].endpoints}
+    assert routes["alpha"].url == "http://127.0.0.1:9/alpha/v1/messages"
+    assert routes["alpha"].protocol == "anthropic_messages"
+    assert routes["bravo"].url.endswith("/bravo/v1/chat/completions")
+
+
+def test_admin_lists_and_edits_the_protocol(admin_user):
+    catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
+    client = Client()
+    client.force_login(admin_user)
+    endpoint = Endpoint.objects.get(provider__slug="alpha")
+    page = client.get(f"/admin/providers/endpoint/{endpoint.id}/change/")
+    assert page.status_code == 200 and b'name="protocol"' in page.content
+    listing = client.get("/admin/providers/endpoint/?protocol=anthropic_messages")
+    assert listing.status_code == 200
+
+
+def test_admin_post_without_the_protocol_keeps_it(admin_user):
+    catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
+    endpoint = Endpoint.objects.get(provider__slug="alpha")
+    Endpoint.objects.filter(pk=endpoint.pk).update(protocol="anthropic_messages")
+    client = Client()
+    client.force_login(admin_user)
+    data = {
+        "provider": endpoint.provider_id, "model": endpoint.model_id,
+        "base_url": endpoint.base_url, "upstream_model": "", "credential_env": "",
+        "context_length": 1000, "max_output_tokens": "", "supported_parameters": ["tools"],
+        "price_input": "0.1", "price_cache_read": "0.01", "price_cache_write": "0",
+        "price_output": "0.4", "cache_ttl_s": 300, "enabled": "on",
+    }  # fmt: skip
+    response = client.post(f"/admin/providers/endpoint/{endpoint.id}/change/", data)
+    assert response.status_code == 302
+    endpoint.refresh_from_db()
+    assert (endpoint.protocol, endpoint.context_length) == ("anthropic_messages", 1000)

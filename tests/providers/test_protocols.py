@@ -9,6 +9,7 @@ from providers.protocols.types import (
     Finish,
     ProtocolError,
     ReasoningDelta,
+    ReasoningSignature,
     StreamError,
     TextDelta,
     ToolCallDelta,
@@ -162,3 +163,235 @@ def test_error_types(status, kind):
         "type": "error",
         "error": {"type": kind, "message": "m"},
     }
+
+
+# --- upstreams that speak Messages: the neutral request -> Messages, its SSE -> chunks ---------
+def test_chat_body_becomes_a_messages_request():
+    body = {
+        "model": "claude-x", "stream": True, "max_tokens": 50, "temperature": 1.5,
+        "stop": "END", "user": "u-1", "parallel_tool_calls": False, "seed": 3,
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "Be brief.",
+                                            "cache_control": {"type": "ephemeral"}}]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "Look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}]},
+            {"role": "assistant", "content": None, "reasoning_content": "hmm",
+             "tool_calls": [{"id": "t1", "type": "function",
+                             "function": {"name": "f", "arguments": '{"a": 1}'}}]},
+            {"role": "tool", "tool_call_id": "t1", "content": "42"},
+            {"role": "user", "content": "thanks"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object"}}}],
+        "tool_choice": "required",
+    }  # fmt: skip
+    request = wire.from_chat_body(body)
+    assert request["system"] == [{"type": "text", "text": "Be brief.",
+                                  "cache_control": {"type": "ephemeral"}}]  # fmt: skip
+    assert [m["role"] for m in request["messages"]] == ["user", "assistant", "user"]
+    user, assistant, results = request["messages"]
+    assert [b["type"] for b in user["content"]] == ["text", "image", "image"]
+    assert user["content"][1]["source"] == {"type": "base64", "media_type": "image/png",
+                                            "data": "AAAA"}  # fmt: skip
+    assert user["content"][2]["source"] == {"type": "url", "url": "https://x.test/a.png"}
+    # earlier thinking is dropped (no signature to send back)
+    assert assistant["content"] == [{"type": "tool_use", "id": "t1", "name": "f",
+                                     "input": {"a": 1}}]  # fmt: skip
+    assert results["content"] == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "42"},
+        {"type": "text", "text": "thanks"},
+    ]
+    assert request["tools"] == [{"name": "f", "input_schema": {"type": "object"}}]
+    assert request["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
+    assert request["stop_sequences"] == ["END"] and request["temperature"] == 1.0
+    assert request["metadata"] == {"user_id": "u-1"} and "seed" not in request
+    assert (request["max_tokens"], request["stream"]) == (50, True)
+
+
+@pytest.mark.parametrize(
+    ("fields", "thinking", "max_tokens"),
+    [
+        ({"reasoning": {"max_tokens": 3000}}, {"type": "enabled", "budget_tokens": 3000}, 3100),
+        ({"reasoning": {"effort": "low"}}, {"type": "enabled", "budget_tokens": 2048}, 2148),
+        ({"reasoning_effort": "high"}, {"type": "enabled", "budget_tokens": 16384}, 16484),
+        ({"reasoning": {"max_tokens": 10}}, {"type": "enabled", "budget_tokens": 1024}, 1124),
+        ({"reasoning": {"enabled": False}}, None, 100),
+        ({"reasoning_effort": "none"}, None, 100),
+        ({}, None, 100),
+    ],
+)
+def test_thinking_budget_from_the_neutral_request(fields, thinking, max_tokens):
+    body = {"model": "m", "max_tokens": 100, "temperature": 0.5,
+            "messages": [{"role": "user", "content": "hi"}], **fields}  # fmt: skip
+    request = wire.from_chat_body(body)
+    assert request.get("thinking") == thinking
+    assert request["max_tokens"] == max_tokens
+    assert ("temperature" in request) is (thinking is None)  # thinking allows none
+
+
+def test_max_tokens_required_by_messages_gets_a_default():
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    assert wire.from_chat_body(body)["max_tokens"] == wire.DEFAULT_MAX_TOKENS
+    assert wire.from_chat_body(body, max_output_tokens=512)["max_tokens"] == 512
+
+
+def _sse(*events):
+    return [orjson.dumps(e) for e in events]
+
+
+def test_upstream_stream_read_into_openai_chunks():
+    reader = wire.UpstreamReader()
+    events = _sse(
+        {"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {
+            "input_tokens": 10, "cache_read_input_tokens": 100,
+            "cache_creation_input_tokens": 50, "output_tokens": 1}}},
+        {"type": "ping"},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "thinking", "thinking": ""}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "thinking_delta", "thinking": "Hmm"}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "signature_delta", "signature": "sig"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": {
+            "type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}},
+        {"type": "content_block_delta", "index": 2,
+         "delta": {"type": "input_json_delta", "partial_json": '{"a":'}},
+        {"type": "content_block_delta", "index": 2,
+         "delta": {"type": "input_json_delta", "partial_json": " 1}"}},
+        {"type": "content_block_stop", "index": 2},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+         "usage": {"output_tokens": 30}},
+        {"type": "message_stop"},
+    )  # fmt: skip
+    chunks = [c for data in events for c in reader.feed(data)]
+    assert chunks[-1] == b"[DONE]"
+    parsed = [orjson.loads(c) for c in chunks[:-1]]
+    events_out = [e for chunk in parsed for e in openai_chat.events_from_chunk(chunk)]
+    assert events_out == [
+        ReasoningDelta("Hmm"), ReasoningSignature("sig"), TextDelta("Hi"),
+        ToolCallStart(0, "toolu_1", "f"),
+        ToolCallDelta(0, '{"a":'), ToolCallDelta(0, " 1}"), Finish("tool_calls"),
+        UsageReport(prompt_tokens=160, completion_tokens=30, cached_tokens=100,
+                    cache_write_tokens=50),
+    ]  # fmt: skip
+    assert parsed[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+
+
+def test_upstream_error_event_becomes_an_error_chunk():
+    reader = wire.UpstreamReader()
+    (chunk,) = reader.feed(orjson.dumps({"type": "error", "error": {
+        "type": "overloaded_error", "message": "Overloaded"}}))  # fmt: skip
+    assert openai_chat.events_from_chunk(orjson.loads(chunk)) == [
+        StreamError("overloaded_error: Overloaded")
+    ]
+
+
+def test_upstream_whole_message_read_as_a_stream():
+    reader = wire.UpstreamReader()
+    message = {"id": "msg_2", "type": "message", "role": "assistant", "model": "c",
+               "content": [{"type": "text", "text": "Hello"},
+                           {"type": "tool_use", "id": "t", "name": "f", "input": {"x": 1}}],
+               "stop_reason": "max_tokens",
+               "usage": {"input_tokens": 5, "output_tokens": 7}}  # fmt: skip
+    chunks = reader.message(orjson.dumps(message))
+    assert chunks[-1] == b"[DONE]"
+    events = [e for c in chunks[:-1] for e in openai_chat.events_from_chunk(orjson.loads(c))]
+    assert events == [
+        TextDelta("Hello"), ToolCallStart(0, "t", "f"), ToolCallDelta(0, '{"x":1}'),
+        Finish("length"), UsageReport(prompt_tokens=5, completion_tokens=7),
+    ]  # fmt: skip
+
+
+def test_upstream_headers_carry_the_key_as_x_api_key():
+    from providers import protocols
+
+    headers = protocols.upstream_headers("anthropic_messages", "Bearer sk-1")
+    assert headers["x-api-key"] == "sk-1" and "authorization" not in headers
+    assert headers["anthropic-version"] == wire.ANTHROPIC_VERSION
+    assert protocols.upstream_headers("openai_chat", "Bearer sk-1")["authorization"] == (
+        "Bearer sk-1"
+    )
+
+
+def test_messages_usage_rendered_with_cache_writes():
+    usage = UsageReport(prompt_tokens=160, completion_tokens=3, cached_tokens=100,
+                        cache_write_tokens=50)  # fmt: skip
+    rendered = wire.render_message("m", "x", [usage], 0)["usage"]
+    assert rendered == {"input_tokens": 10, "output_tokens": 3, "cache_read_input_tokens": 100,
+                        "cache_creation_input_tokens": 50}  # fmt: skip
+
+
+def test_thinking_signature_round_trip():
+    """Upstream signature -> chunk field -> Messages block -> client's next request ->
+    the thinking block sent upstream again; unsigned thinking is not sent."""
+    renderer = wire.StreamRenderer("m", "x", 0)
+    out = renderer.render(ReasoningDelta("Hmm")) + renderer.render(ReasoningSignature("s1"))
+    out += renderer.render(TextDelta("ok"))
+    assert b'"signature_delta","signature":"s1"' in out
+    body = wire.to_chat_body(_request(messages=[
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Hmm", "signature": "s1"},
+            {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                      "content": "1"}]},
+    ]))  # fmt: skip
+    assistant = body["messages"][1]
+    assert (assistant["reasoning_content"], assistant["reasoning_signature"]) == ("Hmm", "s1")
+    upstream = wire.from_chat_body(body)
+    assert upstream["messages"][1]["content"][0] == {"type": "thinking", "thinking": "Hmm",
+                                                     "signature": "s1"}  # fmt: skip
+    del assistant["reasoning_signature"]
+    assert wire.from_chat_body(body)["messages"][1]["content"][0]["type"] == "tool_use"
+
+
+def test_signature_not_sent_to_openai_hosts():
+    from providers import protocols
+
+    body = {"model": "m", "messages": [{"role": "assistant", "content": "a",
+                                        "reasoning_signature": "s"}]}  # fmt: skip
+    sent = orjson.loads(protocols.upstream_body("openai_chat", body, None))
+    assert sent["messages"] == [{"role": "assistant", "content": "a"}]
+    assert body["messages"][0]["reasoning_signature"] == "s"  # the request is not changed
+
+
+def test_thinking_within_the_endpoint_output_cap():
+    body = {"model": "m", "max_tokens": 1000, "reasoning": {"max_tokens": 4000},
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    capped = wire.from_chat_body(body, max_output_tokens=3000)
+    assert capped["max_tokens"] == 3000 and capped["thinking"]["budget_tokens"] == 2999
+    tiny = wire.from_chat_body(body, max_output_tokens=800)
+    assert "thinking" not in tiny and tiny["max_tokens"] == 800
+
+
+def test_forced_tool_drops_thinking():
+    body = {"model": "m", "max_tokens": 100, "reasoning": {"effort": "high"},
+            "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required",
+            "tools": [{"type": "function", "function": {"name": "f"}}]}  # fmt: skip
+    request = wire.from_chat_body(body)
+    assert "thinking" not in request and request["tool_choice"] == {"type": "any"}
+    assert request["max_tokens"] == 100
+
+
+def test_tool_result_cache_breakpoint_reaches_anthropic_only():
+    """Claude Code marks its last tool_result for caching: kept for Anthropic upstreams,
+    never sent to OpenAI-compatible hosts (their tool content is a plain string)."""
+    from providers import protocols
+
+    body = wire.to_chat_body(_request(messages=[
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                      "content": "1", "cache_control": {"type": "ephemeral"}}]},
+    ]))  # fmt: skip
+    upstream = wire.from_chat_body(body)
+    assert upstream["messages"][-1]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    sent = orjson.loads(protocols.upstream_body("openai_chat", body, None))
+    assert sent["messages"][-1] == {"role": "tool", "tool_call_id": "t", "content": "1"}

@@ -198,3 +198,25 @@ def test_two_processes_never_overspend_the_budget(transactional_db):
     granted = sum(int(proc.communicate(timeout=120)[0].strip()) for proc in procs)
     day = HedgeBudgetDay.objects.get()
     assert granted == 100 and day.spent_usd == Decimal("1.00") and day.hedges == 100
+
+
+def test_hedge_race_across_protocols(client, emulator, hedge_settings, market):
+    """The stalled primary speaks Anthropic, the hedge leg OpenAI chat: the hedge wins and
+    the Messages stream upstream is closed."""
+    from routing.catalog import catalog_cache
+
+    alpha = market["alpha"]
+    alpha.protocol = "anthropic_messages"
+    alpha.save()
+    catalog_cache.invalidate()
+    _measure_both_fast(client)
+    emulator.reset()
+    emulator.control("alpha", ttft_base_s=5.0)
+    request_id, provider, text = _stream_text(client, fresh(LONG))
+    assert provider == "bravo" and text
+    wait_background_idle()
+    row = Activity.objects.get(request_id=request_id)
+    attempts = {a.provider_slug: a.outcome for a in row.attempts.all()}
+    assert attempts == {"alpha": "hedge_lost", "bravo": "success"}
+    alpha_log = emulator.wait_for(lambda r: r["status"] == "cancelled", provider="alpha")
+    assert alpha_log["protocol"] == "anthropic_messages"

@@ -170,3 +170,24 @@ def test_probes_skip_buckets_real_traffic_measured_this_period(market, probe_set
     # (not comparable with an uncached probe) does not count
     assert alpha_sizes == {2_000, 150_000}
     assert {size for slug, size in _targets(6) if slug == "bravo"} == set(SIZES)
+
+
+def test_probe_of_an_anthropic_endpoint(market, emulator, probe_settings):
+    """An endpoint speaking Messages is probed in its protocol."""
+    alpha = market["alpha"]
+    alpha.protocol = "anthropic_messages"
+    alpha.save()
+    assert run_cycle(1)["ok"] == 6
+    alpha_log = emulator.log("alpha")
+    assert len(alpha_log) == 3 and all(r["protocol"] == "anthropic_messages" for r in alpha_log)
+    rows = ProbeResult.objects.filter(cycle=1, endpoint_id=alpha.id)
+    assert len(rows) == 3 and all(r.ttft_ms is not None for r in rows)
+
+
+def test_a_bare_role_chunk_is_not_the_first_token():
+    """``message_start`` becomes a role chunk before any token: not the probe's TTFT."""
+    from routing.probes import _has_token
+
+    assert not _has_token({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
+    assert _has_token({"choices": [{"delta": {"content": "a"}}]})
+    assert _has_token({"choices": [{"delta": {}, "finish_reason": "length"}]})

@@ -200,7 +200,8 @@ def test_export_repr_and_models_api_never_show_the_credential(keys, settings):
 def _admin_post_data(endpoint: Endpoint, **changes) -> dict:
     data = {
         "provider": endpoint.provider_id, "model": endpoint.model_id,
-        "base_url": endpoint.base_url, "upstream_model": endpoint.upstream_model,
+        "base_url": endpoint.base_url, "protocol": endpoint.protocol,
+        "upstream_model": endpoint.upstream_model,
         "credential_env": endpoint.credential_env, "context_length": endpoint.context_length,
         "max_output_tokens": "", "supported_parameters": list(endpoint.supported_parameters),
         "price_input": endpoint.price_input, "price_cache_read": endpoint.price_cache_read,

@@ -91,3 +91,15 @@ def test_private_host_refused_without_the_dev_switch(market, settings):
     settings.UBERLLM = {**settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS": False}
     result = endpoint_check(endpoint=market["alpha"])
     assert (result.ok, result.status) == (False, None) and "internal address" in result.error
+
+
+def test_anthropic_endpoint_checked_in_its_protocol(market, emulator, monkeypatch):
+    monkeypatch.setenv("UBERLLM_PROVIDER_KEY_TEST_ALPHA", "sk-alpha-test")
+    emulator.control("alpha", api_key="sk-alpha-test", status_override=None)
+    alpha = market["alpha"]
+    Endpoint.objects.filter(pk=alpha.pk).update(protocol="anthropic_messages")
+    alpha.refresh_from_db()
+    result = endpoint_check(endpoint=alpha)
+    assert result.ok and result.status == 200 and result.ttft_ms is not None
+    (record,) = emulator.log("alpha")
+    assert record["protocol"] == "anthropic_messages" and "x-api-key" in record["headers_seen"]
