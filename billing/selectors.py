@@ -454,3 +454,20 @@ def organisation_spend(*, now: datetime | None = None) -> QuerySet:
         ),
         last_call_at=Max("activities__created_at"),
     )
+
+
+def spend_since(*, organisation_id: int, api_key_id: int | None, since: datetime) -> Decimal:
+    """What an organisation (or one of its keys) spent from ``since`` on, as a Decimal
+    (seeds a spend budget's period, billing.limits)."""
+    rows = for_organisation(Activity, organisation_id).filter(created_at__gte=since)
+    if api_key_id is not None:
+        rows = rows.filter(api_key_id=api_key_id)
+    total = rows.order_by().aggregate(total=Sum("cost_usd"))["total"]
+    return Decimal(total or 0)
+
+
+def spend_alerts_recent(*, organisation_id: int, since: datetime) -> QuerySet:
+    """The organisation's spend alerts raised from ``since`` on, newest first."""
+    from .models import SpendAlert
+
+    return for_organisation(SpendAlert, organisation_id).filter(created_at__gte=since)
