@@ -210,10 +210,17 @@ def test_concurrent_calls_over_the_limit_answer_429(gateway, tenant, emulator):
 def test_an_expired_key_gets_401(gateway, tenant):
     _set(tenant.api_key, expires_at=timezone.now() + timedelta(hours=1))
     assert _post(gateway, tenant.key).status_code == 200
+    key_info = httpx.get(
+        f"{gateway.api_url}/key", headers={"Authorization": f"Bearer {tenant.key}"}
+    ).json()["data"]
+    assert key_info["expires_at"] is not None
     _set(tenant.api_key, expires_at=timezone.now() - timedelta(seconds=1))
     reply = _post(gateway, tenant.key)
     assert reply.status_code == 401
     assert reply.json()["error"]["code"] == "expired_api_key"
+    headers = {"Authorization": f"Bearer {tenant.key}"}
+    for path in ("/key", "/activity"):  # the key's other endpoints refuse it too
+        assert httpx.get(f"{gateway.api_url}{path}", headers=headers).status_code == 401
 
 
 def test_a_model_allow_list_answers_403_for_other_models(gateway, tenant):
