@@ -305,6 +305,8 @@ async def _raise_alert(organisation_id: int, budget: Budget, threshold: int, spe
     seen = (budget.key, threshold)
     if seen in _alerted:
         return
+    if len(_alerted) >= 100_000:  # old periods' entries; the database row is the truth
+        _alerted.clear()
     _alerted.add(seen)
     kind, _, scope_id = budget.scope.partition(":")
     try:
