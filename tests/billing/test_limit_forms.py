@@ -64,8 +64,8 @@ def test_bad_limits_are_refused_with_400(field, value):
     assert not ApiKey.objects.filter(organisation=a.organisation, name="k").exists()
 
 
-def test_owners_set_the_organisations_limits_members_cannot(settings):
-    settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True
+def test_owners_set_the_organisations_limits_members_cannot(settings, monkeypatch):
+    monkeypatch.setitem(settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS", True)
     a = make_tenant("Org")
     response = _login(a.user).post("/keys/organisation-limits/", {
         "monthly_limit_usd": "100", "daily_limit_usd": "", "alert_webhook_url":
@@ -81,8 +81,8 @@ def test_owners_set_the_organisations_limits_members_cannot(settings):
     assert Organisation.objects.get(id=a.organisation.id).monthly_limit_usd == Decimal("100")
 
 
-def test_a_webhook_to_an_internal_address_is_refused(settings):
-    settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = False
+def test_a_webhook_to_an_internal_address_is_refused(settings, monkeypatch):
+    monkeypatch.setitem(settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS", False)
     a = make_tenant("Hook")
     response = _login(a.user).post("/keys/organisation-limits/", {
         "alert_webhook_url": "http://169.254.169.254/latest/"})  # fmt: skip

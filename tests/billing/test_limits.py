@@ -26,9 +26,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _fresh_store():
+def _fresh_store(monkeypatch):
     limits.forget_key_spend()
-    settings.UBERLLM["SHARED_KEY_PREFIX"] = f"ullm-test-limits-{time.time_ns()}"
+    monkeypatch.setitem(settings.UBERLLM, "SHARED_KEY_PREFIX", f"ullm-test-limits-{time.time_ns()}")
     yield
     limits.forget_key_spend()
 
