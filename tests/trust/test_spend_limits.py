@@ -26,6 +26,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 HI = [{"role": "user", "content": "Say hello."}]
 
 
+@pytest.fixture(autouse=True)
+def queued_alerts(monkeypatch) -> list[int]:
+    """The alert ids handed to Celery (recorded instead of queued: no broker messages
+    left behind for a development worker)."""
+    from billing import services
+
+    queued: list[int] = []
+    monkeypatch.setattr(services, "_enqueue_alert", queued.append)
+    return queued
+
+
 def _set(api_key: ApiKey, **fields) -> None:
     """Change a key's row and drop it from the gateway's key cache."""
     from billing.auth import forget_cached_key
@@ -270,7 +281,9 @@ class WebhookReceiver:
         self._server.server_close()
 
 
-def test_alerts_at_80_and_100_percent_are_sent_once(gateway, tenant, emulator, settings):
+def test_alerts_at_80_and_100_percent_are_sent_once(
+    gateway, tenant, emulator, settings, queued_alerts
+):
     from billing.services import spend_alert_deliver
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
@@ -302,6 +315,7 @@ def test_alerts_at_80_and_100_percent_are_sent_once(gateway, tenant, emulator, s
         alerts = {a.threshold: a for a in SpendAlert.objects.select_related(
             "organisation", "api_key")}  # fmt: skip
         assert sorted(alerts) == [80, 100]
+        assert sorted(queued_alerts) == sorted(a.id for a in alerts.values())  # once each
         # Delivery (a Celery task in production; the service directly here): once each.
         for alert in alerts.values():
             assert spend_alert_deliver(alert=alert)
