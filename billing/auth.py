@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -35,6 +36,24 @@ class KeyPrincipal:
     secret_hash: str
     revoked: bool
     monthly_limit_usd: Decimal | None
+    daily_limit_usd: Decimal | None = None
+    org_monthly_limit_usd: Decimal | None = None
+    org_daily_limit_usd: Decimal | None = None
+    expires_at: datetime | None = None
+    allowed_models: tuple[str, ...] = ()
+    rate_limit_rpm: int | None = None
+    rate_limit_tpm: int | None = None
+    max_concurrent: int | None = None
+
+    @property
+    def has_quota(self) -> bool:
+        """Any spend or rate limit: without one, the hot path makes no quota call."""
+        return not (
+            self.monthly_limit_usd is None and self.daily_limit_usd is None
+            and self.org_monthly_limit_usd is None and self.org_daily_limit_usd is None
+            and self.rate_limit_rpm is None and self.rate_limit_tpm is None
+            and self.max_concurrent is None
+        )  # fmt: skip
 
 
 MAX_CACHED_KEYS = 100_000
@@ -63,7 +82,21 @@ def forget_cached_key(prefix: str) -> None:
 def _load(prefix: str) -> KeyPrincipal | None:
     row = (
         ApiKey.objects.filter(prefix=prefix)
-        .values("id", "organisation_id", "secret_hash", "revoked_at", "monthly_limit_usd")
+        .values(
+            "id",
+            "organisation_id",
+            "secret_hash",
+            "revoked_at",
+            "monthly_limit_usd",
+            "daily_limit_usd",
+            "organisation__monthly_limit_usd",
+            "organisation__daily_limit_usd",
+            "expires_at",
+            "allowed_models",
+            "rate_limit_rpm",
+            "rate_limit_tpm",
+            "max_concurrent",
+        )
         .first()
     )
     if row is None:
@@ -74,6 +107,14 @@ def _load(prefix: str) -> KeyPrincipal | None:
         secret_hash=row["secret_hash"],
         revoked=row["revoked_at"] is not None,
         monthly_limit_usd=row["monthly_limit_usd"],
+        daily_limit_usd=row["daily_limit_usd"],
+        org_monthly_limit_usd=row["organisation__monthly_limit_usd"],
+        org_daily_limit_usd=row["organisation__daily_limit_usd"],
+        expires_at=row["expires_at"],
+        allowed_models=tuple(row["allowed_models"] or ()),
+        rate_limit_rpm=row["rate_limit_rpm"],
+        rate_limit_tpm=row["rate_limit_tpm"],
+        max_concurrent=row["max_concurrent"],
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from asgiref.sync import async_to_sync
+from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.views import exception_handler
@@ -17,6 +18,8 @@ class ApiKeyAuthentication(BaseAuthentication):
         principal = async_to_sync(authenticate)(request.headers.get("Authorization"))
         if principal is None:
             raise exceptions.AuthenticationFailed("Missing, invalid or revoked API key.")
+        if principal.expires_at is not None and principal.expires_at <= timezone.now():
+            raise exceptions.AuthenticationFailed("This API key has expired.")
         return (None, principal)
 
     def authenticate_header(self, request) -> str:

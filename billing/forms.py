@@ -103,14 +103,90 @@ class UsageRangeForm(forms.Form):
         return cleaned
 
 
+def _usd_field(label: str) -> forms.DecimalField:
+    return forms.DecimalField(
+        required=False, min_value=0, max_digits=12, decimal_places=2, label=label,
+        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0", "placeholder": "none"}),
+    )  # fmt: skip
+
+
+def _count_field(label: str) -> forms.IntegerField:
+    return forms.IntegerField(
+        required=False, min_value=1, max_value=10_000_000, label=label,
+        widget=forms.NumberInput(attrs={"min": "1", "placeholder": "none"}),
+    )  # fmt: skip
+
+
+class DateTimeInput(forms.DateTimeInput):
+    input_type = "datetime-local"
+
+
 class ApiKeyCreateForm(forms.Form):
+    """A new key's name and, optionally, its limits (billing.services.KEY_LIMIT_FIELDS)."""
+
     name = forms.CharField(max_length=128, strip=True)
+    monthly_limit_usd = _usd_field("Monthly limit (USD)")
+    daily_limit_usd = _usd_field("Daily limit (USD)")
+    expires_at = forms.DateTimeField(required=False, label="Expires (UTC)", widget=DateTimeInput)
+    allowed_models = forms.CharField(
+        required=False, max_length=2000, label="Allowed models",
+        widget=forms.TextInput(attrs={"placeholder": "all (or slugs, comma-separated)"}),
+    )  # fmt: skip
+    rate_limit_rpm = _count_field("Requests / minute")
+    rate_limit_tpm = _count_field("Tokens / minute")
+    max_concurrent = _count_field("Calls at once")
+
+    def clean_expires_at(self):
+        from django.utils import timezone
+
+        expires = self.cleaned_data.get("expires_at")
+        if expires is not None and expires <= timezone.now():
+            raise forms.ValidationError("The expiry must be in the future.")
+        return expires
+
+    def clean_allowed_models(self) -> list[str]:
+        raw = self.cleaned_data.get("allowed_models") or ""
+        slugs = [s.strip() for s in raw.replace("\n", ",").split(",") if s.strip()]
+        for slug in slugs:
+            if len(slug) > 128 or " " in slug:
+                raise forms.ValidationError(f"'{slug[:40]}' is not a model slug.")
+        return list(dict.fromkeys(slugs))
+
+    def limits(self) -> dict:
+        """The limit fields, for ``api_key_create(**limits)`` (None: not set)."""
+        from .services import KEY_LIMIT_FIELDS
+
+        data = self.cleaned_data
+        return {name: data.get(name) if name != "allowed_models" else data.get(name) or None
+                for name in KEY_LIMIT_FIELDS}  # fmt: skip
 
 
 class MonthlyLimitForm(forms.Form):
     monthly_limit_usd = forms.DecimalField(
         required=False, min_value=0, max_digits=12, decimal_places=2, label="Monthly limit (USD)"
     )
+
+
+class OrganisationLimitsForm(forms.Form):
+    """The organisation's hard spend limits and its spend-alert webhook (owners)."""
+
+    monthly_limit_usd = _usd_field("Organisation monthly limit (USD)")
+    daily_limit_usd = _usd_field("Organisation daily limit (USD)")
+    alert_webhook_url = forms.URLField(
+        required=False, max_length=500, label="Alert webhook URL", assume_scheme="https"
+    )
+
+    def clean_alert_webhook_url(self) -> str:
+        """No internal or metadata address (the upstream URL check: alerts are POSTed
+        from the platform's network)."""
+        from urllib.parse import urlsplit
+
+        from providers.validators import check_upstream_host
+
+        url = self.cleaned_data.get("alert_webhook_url") or ""
+        if url:
+            check_upstream_host(urlsplit(url).hostname or "")
+        return url
 
 
 class MemberInviteForm(forms.Form):

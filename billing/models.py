@@ -10,6 +10,12 @@ class Organisation(models.Model):
     name = models.CharField(max_length=128)
     slug = models.SlugField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Hard spend limits of the whole organisation (every key's calls count), USD per
+    # calendar month / UTC day; None = no limit (docs/security.md, "Spend and rate limits").
+    monthly_limit_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    daily_limit_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    # Where spend alerts (80% / 100% of a limit) are POSTed as JSON, besides the owners' email.
+    alert_webhook_url = models.URLField(max_length=500, blank=True)
 
     def __str__(self) -> str:
         return self.slug
@@ -50,6 +56,14 @@ class ApiKey(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     monthly_limit_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    daily_limit_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)  # from then on: 401
+    # Model slugs this key may call (empty: every model); another model is a 403.
+    allowed_models = models.JSONField(default=list, blank=True)
+    # Rate limits (None: none): requests and tokens per minute, calls in flight at once.
+    rate_limit_rpm = models.PositiveIntegerField(null=True, blank=True)
+    rate_limit_tpm = models.PositiveIntegerField(null=True, blank=True)
+    max_concurrent = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -241,3 +255,33 @@ class PriceChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.field}: {self.old_price} -> {self.new_price}"
+
+
+class SpendAlert(models.Model):
+    """A spend limit reached 80% or 100% in one period: one row per (scope, period,
+    threshold), so it is sent once; delivered by email and webhook from Celery."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="spend_alerts"
+    )
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, null=True, blank=True)
+    scope = models.CharField(max_length=32)  # "org:<id>" or "key:<id>"
+    period = models.CharField(max_length=8)  # "month" or "day"
+    period_start = models.DateTimeField()
+    threshold = models.PositiveSmallIntegerField()  # 80 or 100 (percent)
+    limit_usd = models.DecimalField(max_digits=12, decimal_places=2)
+    spent_usd = models.DecimalField(max_digits=20, decimal_places=10)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    delivery_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope", "period", "period_start", "threshold"], name="unique_spend_alert"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.period} {self.threshold}%"

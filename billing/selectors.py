@@ -15,13 +15,21 @@ from django.db.models import Count, DecimalField, Max, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django.http import Http404
 
-from .models import Activity, ApiKey, Invitation, Membership, Organisation, RejectedRequest
+from .models import (
+    Activity,
+    ApiKey,
+    Invitation,
+    Membership,
+    Organisation,
+    RejectedRequest,
+    SpendAlert,
+)
 from .money import decimal_str
 from .savings import Savings
 
 TENANT_MODELS = {Activity: "organisation_id", ApiKey: "organisation_id",
                  Membership: "organisation_id", Invitation: "organisation_id",
-                 RejectedRequest: "organisation_id"}  # fmt: skip
+                 RejectedRequest: "organisation_id", SpendAlert: "organisation_id"}  # fmt: skip
 
 # The prompt-size buckets of the routing core, in size order (see product.md).
 PROMPT_BUCKETS = ("<8k", "8k-32k", "32k-128k", ">128k")
@@ -454,3 +462,18 @@ def organisation_spend(*, now: datetime | None = None) -> QuerySet:
         ),
         last_call_at=Max("activities__created_at"),
     )
+
+
+def spend_since(*, organisation_id: int, api_key_id: int | None, since: datetime) -> Decimal:
+    """What an organisation (or one of its keys) spent from ``since`` on, as a Decimal
+    (seeds a spend budget's period, billing.limits)."""
+    rows = for_organisation(Activity, organisation_id).filter(created_at__gte=since)
+    if api_key_id is not None:
+        rows = rows.filter(api_key_id=api_key_id)
+    total = rows.order_by().aggregate(total=Sum("cost_usd"))["total"]
+    return Decimal(total or 0)
+
+
+def spend_alerts_recent(*, organisation_id: int, since: datetime) -> QuerySet:
+    """The organisation's spend alerts raised from ``since`` on, newest first."""
+    return for_organisation(SpendAlert, organisation_id).filter(created_at__gte=since)

@@ -9,7 +9,15 @@ from django.utils.text import slugify
 
 from . import invitations
 from .keys import generate_key
-from .models import ApiKey, Invitation, Membership, Organisation, PriceChange, RejectedRequest
+from .models import (
+    ApiKey,
+    Invitation,
+    Membership,
+    Organisation,
+    PriceChange,
+    RejectedRequest,
+    SpendAlert,
+)
 
 
 @transaction.atomic
@@ -45,13 +53,38 @@ def member_add(
     return user
 
 
-def api_key_create(*, organisation: Organisation, name: str) -> tuple[ApiKey, str]:
-    """Create a key; returns the row and the plaintext key, which is never stored."""
+# What a key may be created with besides its name (all optional; None / empty: none).
+KEY_LIMIT_FIELDS = ("monthly_limit_usd", "daily_limit_usd", "expires_at", "allowed_models",
+                    "rate_limit_rpm", "rate_limit_tpm", "max_concurrent")  # fmt: skip
+
+
+def api_key_create(*, organisation: Organisation, name: str, **limits) -> tuple[ApiKey, str]:
+    """Create a key, with any of ``KEY_LIMIT_FIELDS`` set at once; returns the row and
+    the plaintext key, which is never stored."""
+    unknown = set(limits) - set(KEY_LIMIT_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown key fields: {sorted(unknown)}")
+    limits = {k: v for k, v in limits.items() if v is not None}
     plaintext, prefix, secret_hash = generate_key()
     api_key = ApiKey.objects.create(
-        organisation=organisation, name=name, prefix=prefix, secret_hash=secret_hash
+        organisation=organisation, name=name, prefix=prefix, secret_hash=secret_hash, **limits
     )
     return api_key, plaintext
+
+
+def organisation_set_limits(
+    *, organisation: Organisation, monthly_limit_usd, daily_limit_usd, alert_webhook_url: str = ""
+) -> Organisation:
+    """Set (None: clear) the organisation's hard spend limits and its alert webhook. Every
+    key of the organisation is dropped from the gateway's key caches (the limits travel
+    with the key)."""
+    organisation.monthly_limit_usd = monthly_limit_usd
+    organisation.daily_limit_usd = daily_limit_usd
+    organisation.alert_webhook_url = alert_webhook_url or ""
+    organisation.save(update_fields=["monthly_limit_usd", "daily_limit_usd", "alert_webhook_url"])
+    for api_key in organisation.api_keys.all():
+        _publish_key_changed(api_key)
+    return organisation
 
 
 def _publish_key_changed(api_key: ApiKey) -> None:
@@ -104,13 +137,112 @@ def membership_remove(*, membership: Membership) -> None:
     membership.delete()
 
 
-def api_key_set_monthly_limit(*, api_key: ApiKey, limit_usd) -> ApiKey:
-    """Set (or clear, with None) a key's monthly spend limit in USD. The gateway's key
-    and spend caches are dropped in every process (``_publish_key_changed``)."""
+def api_key_set_monthly_limit(*, api_key: ApiKey, limit_usd, daily_limit_usd=...) -> ApiKey:
+    """Set (or clear, with None) a key's monthly (and, when given, daily) spend limit in
+    USD. The gateway's key caches are dropped in every process (``_publish_key_changed``)."""
     api_key.monthly_limit_usd = limit_usd
-    api_key.save(update_fields=["monthly_limit_usd"])
+    fields = ["monthly_limit_usd"]
+    if daily_limit_usd is not ...:
+        api_key.daily_limit_usd = daily_limit_usd
+        fields.append("daily_limit_usd")
+    api_key.save(update_fields=fields)
     _publish_key_changed(api_key)
     return api_key
+
+
+# --- Spend alerts -----------------------------------------------------------------------
+
+
+def spend_alert_raise(
+    *, organisation_id: int, api_key_id: int | None, scope: str, period: str, period_start,
+    threshold: int, limit_usd, spent_usd,
+) -> SpendAlert | None:  # fmt: skip
+    """Record that a limit reached ``threshold`` percent in this period: once (the
+    unique constraint); the new alert is delivered by a Celery task after commit.
+    Returns the new alert, or None if it was raised already."""
+    from django.db import IntegrityError
+
+    try:
+        with transaction.atomic():
+            alert = SpendAlert.objects.create(
+                organisation_id=organisation_id, api_key_id=api_key_id, scope=scope,
+                period=period, period_start=period_start, threshold=threshold,
+                limit_usd=limit_usd, spent_usd=spent_usd,
+            )  # fmt: skip
+    except IntegrityError:
+        return None
+    transaction.on_commit(lambda: _enqueue_alert(alert.id))
+    return alert
+
+
+def _enqueue_alert(alert_id: int) -> None:
+    import logging
+
+    from .tasks import spend_alert_deliver_task
+
+    try:
+        spend_alert_deliver_task.delay(alert_id)
+    except Exception:  # the broker is away: beat's spend_alerts_deliver retries it
+        logging.getLogger(__name__).warning("spend alert %s not queued", alert_id)
+
+
+def spend_alert_text(alert: SpendAlert) -> str:
+    from .limits import money
+
+    what = f"API key {alert.api_key.name}" if alert.api_key_id else "The organisation"
+    period, kind = ("this month", "monthly") if alert.period == "month" else ("today", "daily")
+    verb = "has reached" if alert.threshold >= 100 else f"has used {alert.threshold}% of"
+    return (f"{what} {verb} its {kind} spend limit of {money(alert.limit_usd)} "
+            f"{period} (UTC): {money(alert.spent_usd)} spent.")  # fmt: skip
+
+
+WEBHOOK_TIMEOUT_S = 5.0
+
+
+def spend_alert_deliver(*, alert: SpendAlert) -> bool:
+    """Send the alert: an email to every owner with an address (Django's email backend)
+    and a JSON POST to the organisation's webhook URL, if set. Marks it delivered (True)
+    or records the error for the next try (False). Runs in Celery, never on a request."""
+    import httpx
+    from django.core.mail import send_mail
+
+    if alert.delivered_at is not None:
+        return True
+    organisation = alert.organisation
+    text = spend_alert_text(alert)
+    owners = [m.user.email for m in organisation.memberships.select_related("user")
+              if m.role == Membership.Role.OWNER and m.user.email]  # fmt: skip
+    errors = []
+    if owners:
+        try:
+            send_mail(subject=f"UberLLM spend alert: {alert.threshold}% of a limit",
+                      message=text + "\n", from_email=None, recipient_list=owners)  # fmt: skip
+        except Exception as exc:
+            errors.append(f"email: {exc.__class__.__name__}")
+    if organisation.alert_webhook_url:
+        payload = {
+            "type": "spend_alert", "organisation": organisation.slug,
+            "scope": "api_key" if alert.api_key_id else "organisation",
+            "api_key": alert.api_key.name if alert.api_key_id else None,
+            "period": alert.period, "period_start": alert.period_start.isoformat(),
+            "threshold_percent": alert.threshold, "limit_usd": str(alert.limit_usd),
+            "spent_usd": str(alert.spent_usd), "message": text,
+        }  # fmt: skip
+        try:
+            response = httpx.post(organisation.alert_webhook_url, json=payload,
+                                  timeout=WEBHOOK_TIMEOUT_S, follow_redirects=False)  # fmt: skip
+            if response.status_code >= 300:
+                errors.append(f"webhook: HTTP {response.status_code}")
+        except httpx.HTTPError as exc:
+            errors.append(f"webhook: {exc.__class__.__name__}")
+    if errors:
+        alert.delivery_error = "; ".join(errors)[:2000]
+        alert.save(update_fields=["delivery_error"])
+        return False
+    alert.delivered_at = timezone.now()
+    alert.delivery_error = ""
+    alert.save(update_fields=["delivered_at", "delivery_error"])
+    return True
 
 
 # --- Invitations ------------------------------------------------------------------------

@@ -13,3 +13,30 @@ def activity_reconcile_task() -> int:
     from .ledger import activity_reconcile
 
     return activity_reconcile(older_than_s=settings.UBERLLM["RECONCILE_AFTER_S"])
+
+
+@shared_task(name="billing.spend_alert_deliver")
+def spend_alert_deliver_task(alert_id: int) -> bool:
+    """Email and webhook of one spend alert (billing.services.spend_alert_deliver)."""
+    from .models import SpendAlert
+    from .services import spend_alert_deliver
+
+    alert = SpendAlert.objects.select_related("organisation", "api_key").filter(id=alert_id).first()
+    return alert is not None and spend_alert_deliver(alert=alert)
+
+
+@shared_task(name="billing.spend_alerts_deliver")
+def spend_alerts_deliver_task() -> int:
+    """Retry the alerts of the last two days not delivered yet (email or webhook down)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from .models import SpendAlert
+    from .services import spend_alert_deliver
+
+    since = timezone.now() - timedelta(days=2)
+    pending = SpendAlert.objects.select_related("organisation", "api_key").filter(
+        delivered_at=None, created_at__gte=since
+    )
+    return sum(spend_alert_deliver(alert=alert) for alert in pending[:100])

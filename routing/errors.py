@@ -9,6 +9,7 @@ _TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
     402: "insufficient_quota",
+    403: "permission_error",
     404: "not_found_error",
     405: "invalid_request_error",
     411: "invalid_request_error",

@@ -309,8 +309,15 @@ UBERLLM = {
     # In-process caches in front of the shared stores (seconds).
     "CATALOG_CACHE_TTL_S": env.float("UBERLLM_CATALOG_CACHE_TTL_S", default=5.0),
     "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),
-    # A key's spend this month, for its monthly limit (HTTP 402), cached this long.
-    "KEY_SPEND_CACHE_TTL_S": env.float("UBERLLM_KEY_SPEND_CACHE_TTL_S", default=5.0),
+    # Hard spend limits (billing.limits, docs/security.md "Spend and rate limits"): a
+    # request reserves its worst-case cost (prompt estimate x SPEND_PROMPT_MARGIN +
+    # max_tokens, or SPEND_DEFAULT_MAX_TOKENS sent upstream as max_tokens when the
+    # request has none, at the dearest endpoint of its plan) and settles to the real
+    # cost when it ends. A reservation a crashed process never settled expires after
+    # SPEND_RESERVATION_TTL_S (so must a call longer than that: it is then no longer held).
+    "SPEND_DEFAULT_MAX_TOKENS": env.int("UBERLLM_SPEND_DEFAULT_MAX_TOKENS", default=4096),
+    "SPEND_PROMPT_MARGIN": env.float("UBERLLM_SPEND_PROMPT_MARGIN", default=1.25),
+    "SPEND_RESERVATION_TTL_S": env.float("UBERLLM_SPEND_RESERVATION_TTL_S", default=900.0),
     "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
     # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
     "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=False),
@@ -354,6 +361,12 @@ CELERY_BEAT_SCHEDULE = {
     # Cold start (issue 10): endpoints without speed data are probed within a minute.
     "probe-cold-endpoints": {
         "task": "routing.probe_cold_endpoints",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
+    # Spend alerts (80% / 100% of a limit) whose email or webhook failed: retried.
+    "spend-alerts-deliver": {
+        "task": "billing.spend_alerts_deliver",
         "schedule": 60.0,
         "options": {"expires": 60.0},
     },

@@ -4,7 +4,12 @@ scoped to the logged-in member's organisation."""
 
 from .activity import activity_csv_view, activity_detail_view, activity_list_view
 from .common import organisation_required, owner_required
-from .keys import api_key_limit_view, api_key_revoke_view, api_keys_view
+from .keys import (
+    api_key_limit_view,
+    api_key_revoke_view,
+    api_keys_view,
+    organisation_limits_view,
+)
 from .members import (
     invitation_accept_view,
     invitation_revoke_view,
@@ -26,6 +31,7 @@ __all__ = [
     "member_remove_view",
     "member_role_view",
     "members_view",
+    "organisation_limits_view",
     "organisation_required",
     "owner_required",
     "usage_csv_view",

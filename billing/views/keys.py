@@ -1,23 +1,38 @@
-"""API keys: list with spend, create (shown once), revoke, monthly spend limit."""
+"""API keys: list with spend, create (shown once, with its limits), revoke, monthly
+spend limit; the organisation's limits and alert webhook; this month's spend alerts."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from .. import selectors, services
-from ..forms import ApiKeyCreateForm, MonthlyLimitForm
+from ..forms import ApiKeyCreateForm, MonthlyLimitForm, OrganisationLimitsForm
 from .common import forbidden, organisation_required, owner_required
 
 ONLY_OWNERS = "Only the organisation's owners manage API keys."
 
 
 def _render(request: HttpRequest, *, form: ApiKeyCreateForm, new_key: str | None = None,
-            status: int = 200) -> HttpResponse:  # fmt: skip
+            status: int = 200, org_form: OrganisationLimitsForm | None = None,
+            ) -> HttpResponse:  # fmt: skip
+    organisation = request.organisation
+    org_form = org_form or OrganisationLimitsForm(initial={
+        "monthly_limit_usd": organisation.monthly_limit_usd,
+        "daily_limit_usd": organisation.daily_limit_usd,
+        "alert_webhook_url": organisation.alert_webhook_url,
+    })  # fmt: skip
     context = {
-        "keys": selectors.api_key_list(organisation_id=request.organisation.id),
+        "keys": selectors.api_key_list(organisation_id=organisation.id),
+        "organisation": organisation,
+        "org_form": org_form,
+        "alerts": selectors.spend_alerts_recent(
+            organisation_id=organisation.id, since=selectors.month_start()
+        ).select_related("api_key")[:20],
+        "now": timezone.now(),
         "form": form,
         "new_key": new_key,
         "is_owner": request.is_owner,
@@ -39,9 +54,25 @@ def api_keys_view(request: HttpRequest) -> HttpResponse:
     # Rendered in this response only (not redirected): the plaintext never reaches
     # the session store or the database.
     _, new_key = services.api_key_create(
-        organisation=request.organisation, name=form.cleaned_data["name"]
+        organisation=request.organisation, name=form.cleaned_data["name"], **form.limits()
     )
     return _render(request, form=ApiKeyCreateForm(), new_key=new_key)
+
+
+@require_POST
+@organisation_required
+@owner_required(ONLY_OWNERS)
+def organisation_limits_view(request: HttpRequest) -> HttpResponse:
+    form = OrganisationLimitsForm(request.POST)
+    if not form.is_valid():
+        return _render(request, form=ApiKeyCreateForm(), org_form=form, status=400)
+    data = form.cleaned_data
+    services.organisation_set_limits(
+        organisation=request.organisation, monthly_limit_usd=data["monthly_limit_usd"],
+        daily_limit_usd=data["daily_limit_usd"], alert_webhook_url=data["alert_webhook_url"],
+    )  # fmt: skip
+    messages.success(request, "Organisation limits saved.")
+    return redirect("dashboard:keys")
 
 
 @require_POST

@@ -14,11 +14,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.utils import timezone
 
+from billing import limits
 from billing.auth import KeyPrincipal, KeyStoreUnavailable, authenticate
-from billing.limits import key_over_monthly_limit
+from billing.quota import Ticket
 from providers import protocols
 
 from ..catalog import CatalogModel, EndpointRoute, catalog_cache
@@ -53,6 +53,10 @@ class Accepted:
     # The ``models`` fallbacks after the one planned (OpenRouter), each found in the
     # catalog; planned only if every endpoint of this one fails at run time (``replan``).
     fallbacks: tuple[tuple[ChatRequest, CatalogModel], ...] = ()
+    # Hard limits (billing.limits): what this call reserved, settled by ``finish``; and
+    # the max_tokens sent upstream when the request set none (its reservation's cap).
+    quota: Ticket | None = None
+    max_tokens_cap: int | None = None
 
     def elapsed_ms(self) -> int:
         return int((time.perf_counter() - self.started) * 1000)
@@ -65,6 +69,8 @@ class Accepted:
         # usage chunk is stripped if the client did not ask for it.
         body["stream"] = True
         body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+        if self.max_tokens_cap is not None:
+            body["max_tokens"] = self.max_tokens_cap
         # In the upstream's own wire format (providers/protocols): the session never sees it.
         return protocols.upstream_body(route.protocol, body, route.info.max_output_tokens)
 
@@ -81,7 +87,54 @@ async def require_key(authorization: str | None) -> KeyPrincipal:
         ) from None
     if principal is None:
         raise GatewayError(401, "Missing, invalid or revoked API key.", code="invalid_api_key")
+    if principal.expires_at is not None and principal.expires_at <= timezone.now():
+        raise GatewayError(
+            401, f"This API key expired at {principal.expires_at:%Y-%m-%d %H:%M} UTC.",
+            code="expired_api_key",
+        )  # fmt: skip
     return principal
+
+
+def check_allowed_models(principal: KeyPrincipal, chat: ChatRequest) -> None:
+    """A key with an allow-list may call only those models (every one it names,
+    ``models`` fallbacks included): else 403 ``model_not_allowed``."""
+    allowed = principal.allowed_models
+    if not allowed:
+        return
+    for model_id in (chat.body["model"], *chat.fallback_models):
+        slug = str(model_id).partition(":")[0]
+        if slug not in allowed:
+            raise GatewayError(
+                403, f"This API key may not call model '{slug}'; it is limited to: "
+                f"{', '.join(allowed)}.", code="model_not_allowed", param="model",
+            )  # fmt: skip
+
+
+async def reserve(principal: KeyPrincipal, request_id: str, chat: ChatRequest,
+                  model: CatalogModel, plan: RoutePlan, prompt_tokens: int,
+                  ) -> tuple[Ticket | None, int | None]:  # fmt: skip
+    """Admit the call against the key's and organisation's hard limits and rate limits
+    (billing.limits): reserve its worst case at the dearest endpoint of ``plan``.
+    Returns (ticket, max_tokens cap to send upstream); (None, None) with no limit."""
+    if not principal.has_quota:
+        return None, None
+    cap = None
+    max_tokens = chat.max_tokens
+    if max_tokens is None:
+        max_tokens = cap = settings.UBERLLM["SPEND_DEFAULT_MAX_TOKENS"]
+    routes = [model.by_id[c.endpoint_id] for c in plan.choices if c.endpoint_id in model.by_id]
+    worst = limits.worst_case_usd(routes, limits.reserved_prompt_tokens(prompt_tokens), max_tokens)
+    try:
+        ticket = await limits.admit(principal, request_id, worst_usd=worst, tokens=prompt_tokens)
+    except limits.QuotaRefused as exc:
+        raise GatewayError(exc.status, exc.message, code=exc.code,
+                           retry_after_s=exc.retry_after_s) from None  # fmt: skip
+    except limits.QuotaUnavailable:
+        raise GatewayError(
+            503, "The key's spend and rate limits cannot be checked right now; retry shortly.",
+            code="quota_store_unavailable", retry_after_s=2,
+        ) from None  # fmt: skip
+    return ticket, (cap if ticket is not None and ticket.budgets else None)
 
 
 def followup_turns(chat: ChatRequest, model_slug: str) -> float:
@@ -223,21 +276,14 @@ async def accept(principal: KeyPrincipal, body: bytes) -> Accepted:
 
 
 async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
-    """Plan an authenticated, validated request; raises GatewayError."""
-    try:
-        over = await key_over_monthly_limit(principal)
-    except DatabaseError:
-        raise GatewayError(
-            503,
-            "The key's spend cannot be checked right now; retry shortly.",
-            code="key_store_unavailable",
-            retry_after_s=2,
-        ) from None
-    if over is not None:
-        raise GatewayError(402, over, code="insufficient_quota")
+    """Plan an authenticated, validated request, then reserve it against the key's
+    limits (the last step: nothing after it may refuse); raises GatewayError."""
+    check_allowed_models(principal, chat)
     chat, model, (plan, cached, prompt_tokens, raw, hashes), fallbacks = await _plan_model(chat)
+    request_id = f"gen-{os.urandom(16).hex()}"
+    quota, cap = await reserve(principal, request_id, chat, model, plan, prompt_tokens)
     return Accepted(
-        request_id=f"gen-{os.urandom(16).hex()}",
+        request_id=request_id,
         principal=principal,
         chat=chat,
         model=model,
@@ -249,4 +295,6 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
         created_at=timezone.now(),
         started=time.perf_counter(),
         fallbacks=fallbacks,
+        quota=quota,
+        max_tokens_cap=cap,
     )

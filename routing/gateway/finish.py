@@ -4,6 +4,9 @@ background writer); metrics and logs hook in here.
 A stream served and then cut or cancelled is billed for what the provider charged:
 its reported usage, or an estimate (prompt estimate + one token per content chunk
 delivered) when the usage never arrived. A call that failed on every attempt costs $0.
+
+Its hard-limit reservation (``Accepted.quota``, billing.limits) is settled here to what
+the row bills, in the background: $0 for a failed call releases it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from billing import limits
 from billing.ledger import CallResult, OpenRow
 from billing.ledger_writer import ledger_writer, queue_finish, queue_open
 from uberllm import metrics
@@ -103,6 +107,9 @@ def finish(accepted: Accepted, outcome: Outcome, call: FinishedCall) -> None:
     record the call's metrics."""
     result = call_result(accepted, outcome, call)
     queue_finish(open_row(accepted), result)
+    if accepted.quota is not None:
+        limits.settle(accepted.quota, cost_usd=result.cost_usd,
+                      total_tokens=result.prompt_tokens + result.completion_tokens)  # fmt: skip
     _observe(accepted, result, call)
 
 
