@@ -112,10 +112,12 @@ def check_allowed_models(principal: KeyPrincipal, chat: ChatRequest) -> None:
 
 async def reserve(principal: KeyPrincipal, request_id: str, chat: ChatRequest,
                   model: CatalogModel, plan: RoutePlan, prompt_tokens: int,
+                  fallbacks: tuple[tuple[ChatRequest, CatalogModel], ...] = (),
                   ) -> tuple[Ticket | None, int | None]:  # fmt: skip
     """Admit the call against the key's and organisation's hard limits and rate limits
-    (billing.limits): reserve its worst case at the dearest endpoint of ``plan``.
-    Returns (ticket, max_tokens cap to send upstream); (None, None) with no limit."""
+    (billing.limits): reserve its worst case at the dearest endpoint of ``plan`` or of
+    any ``models`` fallback it may switch to at run time. Returns (ticket, max_tokens
+    cap to send upstream); (None, None) with no limit."""
     if not principal.has_quota:
         return None, None
     cap = None
@@ -123,6 +125,7 @@ async def reserve(principal: KeyPrincipal, request_id: str, chat: ChatRequest,
     if max_tokens is None:
         max_tokens = cap = settings.UBERLLM["SPEND_DEFAULT_MAX_TOKENS"]
     routes = [model.by_id[c.endpoint_id] for c in plan.choices if c.endpoint_id in model.by_id]
+    routes += [route for _, other in fallbacks for route in other.by_id.values()]
     worst = limits.worst_case_usd(routes, limits.reserved_prompt_tokens(prompt_tokens), max_tokens)
     try:
         ticket = await limits.admit(principal, request_id, worst_usd=worst, tokens=prompt_tokens)
@@ -281,7 +284,8 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
     check_allowed_models(principal, chat)
     chat, model, (plan, cached, prompt_tokens, raw, hashes), fallbacks = await _plan_model(chat)
     request_id = f"gen-{os.urandom(16).hex()}"
-    quota, cap = await reserve(principal, request_id, chat, model, plan, prompt_tokens)
+    quota, cap = await reserve(principal, request_id, chat, model, plan, prompt_tokens,
+                               fallbacks)  # fmt: skip
     return Accepted(
         request_id=request_id,
         principal=principal,
