@@ -97,3 +97,31 @@ def test_messages_api_falls_back_too(two_models, gateway, tenant):
         )  # fmt: skip
     assert message.model == MODEL_B and message.content[0].text.startswith("lorem")
     assert wait_finished(message.id).model_slug == MODEL_B
+
+
+def test_a_limited_key_reserves_for_the_dearest_fallback_model(market, emulator, gateway, tenant):
+    """A call may switch to a ``models`` fallback at run time, so its reservation covers
+    the dearest endpoint of every model it may use: a fallback that could cost more than
+    the key has left is refused before any upstream call."""
+    from billing.auth import forget_cached_key
+    from billing.models import ApiKey
+
+    catalog_import(data={"models": [{"slug": MODEL_B, "name": "Dear model B", "endpoints": [{
+        "provider": "charlie", "base_url": f"{emulator.base_url}/charlie/v1",
+        "upstream_model": TEST_MODEL, "context_length": 200_000,
+        "supported_parameters": ["max_tokens"], "price_input": "0.30",
+        "price_cache_read": "0.03", "price_cache_write": "0",
+        "price_output": "900"}]}]})  # fmt: skip
+    catalog_cache.invalidate()
+    ApiKey.objects.filter(id=tenant.api_key.id).update(monthly_limit_usd="0.01")
+    forget_cached_key(tenant.api_key.prefix)
+
+    def post(**extra) -> httpx.Response:
+        body = {"model": TEST_MODEL, "messages": HI, "max_tokens": 100, **extra}
+        return httpx.post(f"{gateway.api_url}/chat/completions", json=body, timeout=30,
+                          headers={"Authorization": f"Bearer {tenant.key}"})  # fmt: skip
+
+    assert post().status_code == 200  # model A alone: its worst case fits
+    refused = post(models=[TEST_MODEL, MODEL_B])  # B's 100 tokens could cost $0.09
+    assert refused.status_code == 402, refused.text
+    assert len(emulator.log()) == 1  # only the first call went upstream
