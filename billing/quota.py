@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from uberllm.redis_clients import loop_client
+
 NANO_PER_USD = 1_000_000_000
 
 
@@ -349,30 +351,22 @@ end
 return out
 """
 
-REDIS_TIMEOUT_S = 2.0
-
 
 class RedisQuota(QuotaStore):
     """The rules as Lua scripts in Redis: each step is atomic across processes."""
 
     def __init__(self, url: str) -> None:
         self._url = url
-        self._clients: dict[asyncio.AbstractEventLoop, tuple] = {}
+        self._clients: dict[asyncio.AbstractEventLoop, object] = {}
+        self._scripts_by_loop: dict[asyncio.AbstractEventLoop, tuple] = {}
         self.reservation_ttl_s = 900.0
 
     def _scripts(self):
-        import redis.asyncio as redis
-
         loop = asyncio.get_running_loop()
-        hit = self._clients.get(loop)
+        hit = self._scripts_by_loop.get(loop)
         if hit is None:
-            pool = redis.BlockingConnectionPool.from_url(
-                self._url, decode_responses=True, max_connections=32,
-                timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S,
-                socket_connect_timeout=REDIS_TIMEOUT_S,
-            )  # fmt: skip
-            client = redis.Redis(connection_pool=pool)
-            hit = self._clients[loop] = (
+            client = loop_client(self._clients, self._url, max_connections=32)
+            hit = self._scripts_by_loop[loop] = (
                 client.register_script(ADMIT_LUA),
                 client.register_script(SETTLE_LUA),
                 client.register_script(SPENT_LUA),

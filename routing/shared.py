@@ -17,8 +17,9 @@ from typing import Protocol
 
 from django.conf import settings
 
+from uberllm.redis_clients import loop_client
+
 PREFIX_LOG_MAXLEN = 100_000
-REDIS_TIMEOUT_S = 2.0
 LogEntry = tuple[str, int, float]  # (prefix hash, endpoint id, expires at)
 
 
@@ -64,18 +65,7 @@ class RedisKV:
         self._clients: dict[asyncio.AbstractEventLoop, object] = {}
 
     def _client(self):
-        import redis.asyncio as redis
-
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            pool = redis.BlockingConnectionPool.from_url(
-                self._url, decode_responses=True, max_connections=16,
-                timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S,
-                socket_connect_timeout=REDIS_TIMEOUT_S,
-            )  # fmt: skip
-            client = self._clients[loop] = redis.Redis(connection_pool=pool)
-        return client
+        return loop_client(self._clients, self._url, max_connections=16)
 
     async def get_many(self, keys: list[str]) -> dict[str, str]:
         if not keys:

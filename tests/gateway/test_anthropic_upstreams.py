@@ -14,19 +14,10 @@ from routing.catalog import catalog_cache
 
 from ..support import TEST_MODEL
 from .test_chat_api import wait_finished
+from .test_reasoning_tools import ASK, WEATHER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HI = [{"role": "user", "content": "Say hello."}]
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Weather for a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                       "required": ["city"]},
-    },
-}  # fmt: skip
-ASK = [{"role": "user", "content": "What is the weather in Paris? Use get_weather."}]
 
 
 def _set(market, slug: str, **fields) -> None:
