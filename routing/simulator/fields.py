@@ -49,6 +49,8 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "speed_window_size": 50,
     "speed_max_age_s": 6 * 3600.0,
     "speed_stale_after_s": 600.0,
+    "tail_weight": 0.0,
+    "probe_budget_usd_per_day": 25.0,
 }
 
 
