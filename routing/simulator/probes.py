@@ -10,7 +10,8 @@ of them shift the same way the bucket's window restarts from these probes. The c
 of one probe must finish within ``probe_timeout_s`` in all; a failure marks the
 endpoint unusable and records nothing. Every answered call (prompt + one output token)
 is platform cost. A daily budget (``probe_budget_usd_per_day``, 0 = none) stops probes
-for the rest of the UTC day once the day's probes, at their worst cost, would exceed it.
+for the rest of the UTC day once the day's probe spend plus the cycle's probes at their
+worst cost would exceed it.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Prober:
         self.sizes = [int(size) for size in gateway["probe_sizes"]]
         self.timeout = float(gateway["probe_timeout_s"])
         self.budget = float(gateway["probe_budget_usd_per_day"] or 0)
-        self.reserved: dict[int, float] = {}  # UTC day -> worst cost of probes sent
+        self.cycle_reserved = 0.0  # worst cost of the probes this cycle sends
         engine.metrics.probe_budget_usd_per_day = self.budget
 
     def start(self) -> None:
@@ -88,6 +89,7 @@ class Prober:
             return
         engine.market.purge(now)
         strategy = engine.strategy
+        self.cycle_reserved = 0.0
         for state in engine.market.endpoints[1:]:
             for size in strategy.probe_sizes(state.endpoint_id, self.sizes, now):
                 if size + 1 <= state.context_length and self._affordable(state.endpoint_id, size):
@@ -95,19 +97,18 @@ class Prober:
         engine.at(now + self.period, self.cycle, number + 1)
 
     def _affordable(self, endpoint_id: int, size: int) -> bool:
-        """The daily probe budget (as routing/probes.py within_budget): a probe is sent only
-        if the UTC day's probes, each counted at its worst cost (with confirmations), stay
-        within the budget."""
+        """The daily probe budget, as routing/probes.py within_budget: a probe is sent only
+        if what probes cost so far this UTC day plus the worst cost (with confirmations)
+        of this cycle's probes, this one included, stays within the budget."""
         if self.budget <= 0:
             return True
         engine = self.engine
-        day = budget_day(engine.sim.epoch())
+        spent = engine.metrics.probe_spend_by_day.get(budget_day(engine.sim.epoch()), 0.0)
         cost = engine.market.cost(endpoint_id, ProbeRequest(size, 0), 0, 1)  # type: ignore[arg-type]
-        reserved = self.reserved.get(day, 0.0)
-        if not within_probe_budget(reserved, cost, self.budget):
+        if not within_probe_budget(spent + self.cycle_reserved, cost, self.budget):
             engine.metrics.probes_over_budget += 1
             return False
-        self.reserved[day] = reserved + probe_worst_cost(cost)
+        self.cycle_reserved += probe_worst_cost(cost)
         return True
 
     def _call(self, probe: Probe) -> None:
