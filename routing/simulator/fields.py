@@ -51,6 +51,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "speed_stale_after_s": 600.0,
     "tail_weight": 0.0,
     "probe_budget_usd_per_day": 25.0,
+    "concurrency_caps": False,
 }
 
 
