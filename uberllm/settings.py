@@ -279,6 +279,9 @@ UBERLLM = {
     # typical + w x (p90 - typical) within 2x of the best, so stalling providers lose
     # long prompts (a better p90, at a higher cost: docs/simulator.md).
     "ROUTING_TAIL_WEIGHT": env.float("UBERLLM_ROUTING_TAIL_WEIGHT", default=0.0),
+    # O3: a 429 teaches the endpoint a concurrency cap (0.9 x this process's calls in
+    # flight there); while reached, its traffic spills over to the next choice.
+    "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=False),
     # Probes stop for the UTC day once they cost this much (USD, all models); 0 = no limit.
     "PROBE_DAILY_BUDGET_USD": env.float("UBERLLM_PROBE_DAILY_BUDGET_USD", default=25.0),
     # R2.6: share of requests sent to an endpoint with too little speed data.

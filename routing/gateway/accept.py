@@ -36,6 +36,16 @@ from ..request import ChatRequest, parse_chat_request
 _rng = random.Random()
 
 
+def _unusable(now: float) -> frozenset[int]:
+    """Marked endpoints (R2.7), and with ``ROUTING_CONCURRENCY_CAPS`` the ones whose
+    learnt concurrency cap this process's calls in flight reach (O3): both go last."""
+    marked = memory.unusable(now)
+    if not settings.UBERLLM.get("ROUTING_CONCURRENCY_CAPS"):
+        return marked
+    full = memory.full(now)
+    return marked | full if full else marked
+
+
 @functools.lru_cache(maxsize=4)
 def _tuning(tail_weight: float) -> SmartTuning:
     return SmartTuning(tail_weight=float(tail_weight))
@@ -154,7 +164,7 @@ def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dic
             features,
             options,
             memory.speed,
-            memory.unusable(now),
+            _unusable(now),
             _rng,
             exploration_rate=settings.UBERLLM["EXPLORATION_RATE"],
             tuning=_tuning(settings.UBERLLM.get("ROUTING_TAIL_WEIGHT", 0.0)),
