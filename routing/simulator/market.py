@@ -160,6 +160,18 @@ class Market:
             ttft += s.stall_min_s + (s.stall_max_s - s.stall_min_s) * u4
         return ttft
 
+    def cut_after(self, request: SimRequest, endpoint_id: int, nth: int = 0) -> int | None:
+        """Output tokens after which the provider cuts this served stream (``cut_rate``:
+        the share of served calls cut, at a uniform point of their output), None: whole.
+        Drawn from (seed, request, endpoint, attempt number) like every other draw."""
+        rate = self.endpoints[endpoint_id].cut_rate
+        if not rate:
+            return None
+        u = uniforms(mix(self.seed, request.rseed, endpoint_id, nth, 0xC07), 2)
+        if u[0] >= rate:
+            return None
+        return max(1, int(u[1] * request.output_tokens))
+
     def stream_s(self, endpoint_id: int, output_tokens: int) -> float:
         """Seconds from the first token to the last."""
         return max(0, output_tokens - 1) / self.endpoints[endpoint_id].output_tokens_per_s

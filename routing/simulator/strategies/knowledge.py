@@ -120,7 +120,10 @@ class Knowledge:
         volume, or a failure rate far above its peers')."""
         if self.caps is not None and leg.status == 429:
             self.caps.refused(leg.endpoint_id, self.market.inflight[leg.endpoint_id], now)
-        if classify_failure(leg.status, leg.kind).mark_unusable:
+        kind, status = leg.kind, leg.status
+        if kind == "protocol":  # a reply cut before it reached the client: as a 502 (live)
+            kind, status = "http", status or 502
+        if classify_failure(status, kind).mark_unusable:
             endpoint_id = leg.endpoint_id
             peers = self.peers[self.market.endpoints[endpoint_id].model]
             if self.health.failed(endpoint_id, now, peers):
