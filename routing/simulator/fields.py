@@ -28,6 +28,7 @@ ENDPOINT_DEFAULTS: dict[str, Any] = {
     "rate_limit_delay_s": 0.15,
     "concurrency_cap": None,
     "cut_rate": 0.0,
+    "tokens_per_minute": None,
     "cache_ttl_s": 300.0,
     "cache_hit_rate": 1.0,
 }

@@ -123,6 +123,8 @@ class Prober:
         if not ok:
             delay = min(delay, max(0.0, probe.started + self.timeout - now))
         market.inflight[probe.endpoint_id] += 1
+        if kind == OK:
+            market.accepted(probe.endpoint_id, probe.size, now)
         engine.metrics.probes += 1
         engine.at(now + delay, self._done, (probe, ok, delay))
 

@@ -100,6 +100,8 @@ class Shell:
         now, market = self.now, self.market
         leg.data = market.outcome(run.request, leg.endpoint_id, now, leg.nth)
         market.inflight[leg.endpoint_id] += 1
+        if leg.data[0] == OK:
+            market.accepted(leg.endpoint_id, run.request.prompt_tokens, now)
         if leg.hedge_leg:
             self.metrics.hedge_legs += 1
         self.at(now + leg.delay, self._resolve, (run, leg))
