@@ -1,5 +1,6 @@
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
@@ -52,7 +53,7 @@ class ProbeResultAdmin(ReadOnlyAdmin):
 
     def spend_view(self, request):
         """Probe spend (platform cost, never billed) per UTC day and model, 30 days."""
-        from .health import probe_spend_per_day
+        from .health import probe_spend_per_day, probe_spend_today
 
         if not self.has_view_permission(request):
             raise PermissionDenied
@@ -64,6 +65,8 @@ class ProbeResultAdmin(ReadOnlyAdmin):
             "rows": rows,
             "total": sum((row["cost"] for row in rows), Decimal(0)),
             "probes": sum(row["probes"] for row in rows),
+            "budget": Decimal(str(settings.UBERLLM.get("PROBE_DAILY_BUDGET_USD", 0) or 0)),
+            "today": probe_spend_today(),
         }
         return TemplateResponse(request, "admin/routing/proberesult/spend.html", context)
 

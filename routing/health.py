@@ -126,6 +126,14 @@ def endpoint_health(endpoint_id: int) -> dict:
     }
 
 
+def probe_spend_today(now: datetime | None = None) -> Decimal:
+    """What probes cost since 00:00 UTC today (the daily probe budget's spend)."""
+    now = now or timezone.now()
+    start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    total = ProbeResult.objects.filter(created_at__gte=start).aggregate(cost=Sum("cost_usd"))
+    return Decimal(total["cost"] or 0)
+
+
 def probe_spend_per_day(*, days: int = 30) -> list[dict]:
     """Probe cost (platform cost, never billed) per UTC day and model, newest first."""
     since = timezone.now() - timedelta(days=days)

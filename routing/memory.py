@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from uberllm.aio import db_call, run_service
 
+from .core.capacity import ConcurrencyCaps
 from .core.marks import Reliability, unusable_window
 from .core.prefix import PrefixHashes
 from .core.speed import SpeedBook, SpeedSummary, speed_bucket, summarise
@@ -168,6 +169,9 @@ class RoutingMemory:
     unusable_until: dict[int, float] = field(default_factory=dict)
     strikes: dict[int, int] = field(default_factory=dict)
     health: Reliability = field(default_factory=Reliability)  # this process's error rates
+    # O3: caps learnt from 429s against this process's own upstream calls in flight
+    caps: ConcurrencyCaps = field(default_factory=ConcurrencyCaps)
+    inflight: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
     prefixes: OrderedDict[str, dict[int, float]] = field(default_factory=OrderedDict)
     hedge_budget_remaining_usd: float = float("inf")  # unknown until the first refresh
     hedge_budget_day: object = None  # the UTC day that figure is for
@@ -186,6 +190,11 @@ class RoutingMemory:
 
     def unusable(self, now: float) -> frozenset[int]:
         return frozenset(eid for eid, until in self.unusable_until.items() if until > now)
+
+    def full(self, now: float) -> frozenset[int]:
+        """Endpoints whose learnt concurrency cap (O3) this process's calls in flight
+        reach: plans put them last, as marked ones (spill-over before a 429)."""
+        return self.caps.full_ids(self.inflight, now)
 
     def cached_tokens(self, hashes: PrefixHashes, endpoint_ids, now: float) -> dict[int, int]:
         """Tokens of the longest prompt prefix each endpoint has probably cached (R2.3)."""

@@ -8,9 +8,11 @@ so a slowdown at one size moves long prompts away within one cycle while a lone 
 does not. Each probe's prompt starts with a fresh nonce, so no provider can answer it from its
 prompt cache. Probes run with bounded concurrency and a timeout each; a cycle is
 identified by ``floor(now / period)`` and (cycle, endpoint, size) is unique, so a cycle
-run twice (beat restarted, task redelivered) probes nothing twice. A cycle is one Celery
-task per endpoint (routing.tasks), so no task runs much longer than one probe. Their cost is
-platform cost, recorded on ProbeResult and never billed to a customer.
+run twice (beat restarted, task redelivered) probes nothing twice. A daily budget
+(``PROBE_DAILY_BUDGET_USD``) stops probes for the rest of the UTC day once spent. A
+cycle is one Celery task per endpoint (routing.tasks), so no task runs much longer than
+one probe. Their cost is platform cost, recorded on ProbeResult and never billed to a
+customer.
 """
 
 from __future__ import annotations
@@ -33,8 +35,16 @@ from uberllm import metrics
 from uberllm.aio import db_call, drain_background
 
 from .catalog import EndpointRoute, load_catalog
-from .core.probe import CONFIRMATIONS, confirmed_shift, shift_direction, worth_probing
+from .core.probe import (
+    CONFIRMATIONS,
+    confirmed_shift,
+    probe_worst_cost,
+    shift_direction,
+    within_probe_budget,
+    worth_probing,
+)
 from .core.types import bucket_for
+from .health import probe_spend_today
 from .memory import load_speed_summary
 from .models import ProbeResult, SpeedSample
 from .outbox import mark_unusable_now
@@ -105,7 +115,33 @@ def probe_targets(
                 skip = skip or (route.endpoint_id, bucket_for(size)) in recent
                 if fits and not skip:
                     targets.append(ProbeTarget(slug, route, size))
-    return targets
+    return within_budget(targets)
+
+
+def probe_cost(target: ProbeTarget) -> Decimal:
+    """What one probe costs: its uncached prompt and one output token."""
+    return call_cost(prices=target.route.prices, prompt_tokens=target.prompt_tokens,
+                     cached_tokens=0, completion_tokens=1)  # fmt: skip
+
+
+def within_budget(targets: list[ProbeTarget]) -> list[ProbeTarget]:
+    """The targets today's probe budget still pays for (``PROBE_DAILY_BUDGET_USD``, UTC
+    day, all models; 0 = no limit), in order: once the day's spend is reached, probes
+    stop until 00:00 UTC (cold-start probes included; real traffic still measures). Each
+    probe reserves its worst cost (with confirmations). Endpoint tasks of one cycle run
+    concurrently and each checks its own probes, so one cycle may go over by at most the
+    other endpoints' probes of that cycle."""
+    budget = float(settings.UBERLLM.get("PROBE_DAILY_BUDGET_USD", 0) or 0)
+    if budget <= 0 or not targets:
+        return targets
+    spent = float(probe_spend_today())
+    kept = []
+    for target in targets:
+        cost = float(probe_cost(target))
+        if within_probe_budget(spent, cost, budget):
+            kept.append(target)
+            spent += probe_worst_cost(cost)
+    return kept
 
 
 def probe_endpoint_ids(cycle: int) -> list[int]:

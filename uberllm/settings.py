@@ -275,6 +275,15 @@ UBERLLM = {
     # prompt a cache read where it is served now), so it leaves a reseller with dear
     # cache reads (docs/simulator.md, finding 1). 0 prices each request alone.
     "FOLLOWUP_TURNS": env.float("UBERLLM_FOLLOWUP_TURNS", default=2.0),
+    # R2.4 slow tail (docs/routing.md): 0 = median only (R2.2); w > 0 also requires
+    # typical + w x (p90 - typical) within 2x of the best, so stalling providers lose
+    # long prompts (a better p90, at a higher cost: docs/simulator.md).
+    "ROUTING_TAIL_WEIGHT": env.float("UBERLLM_ROUTING_TAIL_WEIGHT", default=0.0),
+    # O3: a 429 teaches the endpoint a concurrency cap (0.9 x this process's calls in
+    # flight there); while reached, its traffic spills over to the next choice.
+    "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=False),
+    # Probes stop for the UTC day once they cost this much (USD, all models); 0 = no limit.
+    "PROBE_DAILY_BUDGET_USD": env.float("UBERLLM_PROBE_DAILY_BUDGET_USD", default=25.0),
     # R2.6: share of requests sent to an endpoint with too little speed data.
     "EXPLORATION_RATE": env.float("UBERLLM_EXPLORATION_RATE", default=0.05),
     # Rolling window of TTFT samples kept per endpoint and prompt-size bucket.

@@ -14,11 +14,16 @@ class SmartTuning:
     fast enough: typical TTFT <= fast_enough_ratio x the fastest, or < fast_enough_under_s.
     R2.9: an endpoint priced above the model's usual price may be picked for speed only
     if its cost for this request is <= (1 - dear_min_discount) x the list-price cost.
+    ``tail_weight`` (w, default 0: off): an endpoint is fast enough only if, besides,
+    typical + w x (p90 - typical) is within fast_enough_ratio of the lowest such value
+    (or under fast_enough_under_s); w = 1 judges the p90 too. It can only exclude: the
+    fastest's own tail never widens the band (docs/routing.md "Slow tail").
     """
 
     fast_enough_ratio: float = 2.0
     fast_enough_under_s: float = 1.0
     dear_min_discount: float = 0.5
+    tail_weight: float = 0.0
 
 
 DEFAULT_TUNING = SmartTuning()
@@ -45,6 +50,7 @@ class Candidate:
         "prior",
         "slug",
         "stale",
+        "tailed",
         "thin",
         "throughput",
         "typical",
@@ -67,6 +73,7 @@ class Candidate:
         self.cost = cost
         self.typical = typical
         self.judged = typical if judged is None else judged
+        self.tailed = self.judged  # judged + the slow tail (speed.slow_tail)
         self.throughput = throughput
         self.usable = usable
         self.price_eligible = price_eligible

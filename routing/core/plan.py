@@ -140,16 +140,25 @@ def _candidates(
     throughputs, cached = speed.throughput_by_endpoint, features.cached_tokens
     prompt, stale_keys = features.prompt_tokens, speed.stale_keys
     followups = features.expected_followup_turns
+    tails, tail_weight = speed.tail_by_key, tuning.tail_weight
     candidates = []
     for endpoint in eligible:
         endpoint_id = endpoint.endpoint_id
         is_cached = mostly_cached(cached.get(endpoint_id, 0), prompt)
         typical, key, count = _estimate(speed, endpoint_id, bucket, is_cached, min_samples)
-        judged, later_count = typical, min_samples
-        if followups and typical is not None:
-            later = expected_ttft(speed, endpoint_id, bucket, True, min_samples) or typical
-            later_count = speed.count(endpoint_id, speed_bucket(bucket, True))
-            judged = (typical + followups * later) / (1 + followups)
+        judged = tailed = typical
+        later_count = min_samples
+        if typical is not None:
+            tailed = typical + tail_weight * tails.get(key, 0.0)  # type: ignore[arg-type]
+            if followups:
+                later, later_key, _ = _estimate(speed, endpoint_id, bucket, True, min_samples)
+                if later is None:
+                    later, later_tailed = typical, tailed
+                else:
+                    later_tailed = later + tail_weight * tails.get(later_key, 0.0)  # type: ignore[arg-type]
+                later_count = speed.count(endpoint_id, speed_bucket(bucket, True))
+                judged = (typical + followups * later) / (1 + followups)
+                tailed = (tailed + followups * later_tailed) / (1 + followups)
         cost = costs[endpoint_id]
         price_eligible = cost <= usual or cost <= dear_price_limit(
             model, features, cached.get(endpoint_id, 0), tuning
@@ -163,6 +172,7 @@ def _candidates(
             price_eligible,
             judged,
         )
+        candidate.tailed = tailed
         candidate.stale = key in stale_keys
         # thin: too little data for this turn, or (a conversation) for its follow-up
         # turns, cache reads there: explored, else a provider whose cached prefill is fast
@@ -184,7 +194,7 @@ def apply_model_prior(candidates: list[Candidate]) -> None:
     prior = median(measured)
     for candidate in candidates:
         if candidate.typical is None:
-            candidate.typical = candidate.judged = prior
+            candidate.typical = candidate.judged = candidate.tailed = prior
             candidate.prior = True
 
 

@@ -52,3 +52,15 @@ def worth_probing(
     usual = median(e.price_input for e in endpoints)
     price = endpoint.price_input
     return price <= usual or price <= (1.0 - dear_min_discount) * model.list_price_input
+
+
+def probe_worst_cost(probe_cost_usd: float) -> float:
+    """What a probe may cost with its confirmations (``CONFIRMATIONS`` more calls)."""
+    return (1 + CONFIRMATIONS) * probe_cost_usd
+
+
+def within_probe_budget(spent_today_usd: float, probe_cost_usd: float, budget_usd: float) -> bool:
+    """Daily probe budget (issue 10): a probe is sent only if today's (UTC) probe spend
+    plus its worst cost (with its confirmations) stays within ``budget_usd``; a budget of
+    0 (or less) means no limit."""
+    return budget_usd <= 0 or spent_today_usd + probe_worst_cost(probe_cost_usd) <= budget_usd

@@ -32,21 +32,29 @@ def mark_fast_enough(
     reads where it is served now), as its price does: a provider whose cache reads are
     fast is fast enough for agent turns even if this one turn would be uncached there.
 
+    With ``tuning.tail_weight`` > 0 the same test is also applied to ``tailed`` (typical
+    + weight x the window's slow tail), and both must pass: a provider that stalls on
+    13% of calls is not fast enough next to one that does not, and the fastest's own
+    tail does not let slower endpoints in.
+
     The fastest is taken over ``reference`` (default: ``candidates``); the plan passes
     every endpoint, the ones marked unusable included: a 30 s outage of the best one
     must not make a 15 s endpoint "fast enough" for long prompts."""
     pool = candidates if reference is None else reference
-    measured = [c.judged for c in pool if c.judged is not None and c.price_eligible]
+    measured = [c for c in pool if c.judged is not None and c.price_eligible]
     if not measured:
         return
-    slowest_fast_enough = tuning.fast_enough_ratio * min(measured)
-    under_s = tuning.fast_enough_under_s
+    ratio, under_s = tuning.fast_enough_ratio, tuning.fast_enough_under_s
+    slowest_fast_enough = ratio * min(c.judged for c in measured)  # type: ignore[type-var]
+    slowest_tail = ratio * min(c.tailed for c in measured)  # type: ignore[type-var]
     for candidate in candidates:
-        typical = candidate.judged
+        typical, tailed = candidate.judged, candidate.tailed
         candidate.fast_enough = (
             typical is not None
+            and tailed is not None
             and candidate.price_eligible
             and (typical <= slowest_fast_enough or typical < under_s)
+            and (tailed <= slowest_tail or tailed < under_s)
         )
 
 

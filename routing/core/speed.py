@@ -64,6 +64,26 @@ def weighted_median(sorted_values: list[float], weights: list[float]) -> float:
     return sorted_values[-1]
 
 
+TAIL_QUANTILE = 0.9
+
+
+def slow_tail(ttfts: Iterable[float], typical: float | None = None) -> float:
+    """The slow tail of a window, in seconds above its typical value (0 with fewer than
+    ``OUTLIER_MIN_SAMPLES`` samples): its ``TAIL_QUANTILE`` (0.9) quantile minus the
+    typical value. A median ignores a provider that stalls on 13% of calls (R2.2 is
+    built for that), yet those stalls set the customers' p90; with
+    ``SmartTuning.tail_weight`` > 0, R2.4 also compares typical + weight x tail
+    (``Candidate.tailed``)."""
+    values = sorted(ttfts)
+    if len(values) < OUTLIER_MIN_SAMPLES:
+        return 0.0
+    if typical is None:
+        typical = typical_ttft(values)
+    assert typical is not None
+    index = min(len(values) - 1, int(TAIL_QUANTILE * len(values)))
+    return max(0.0, values[index] - typical)
+
+
 def typical_ttft(ttfts: Iterable[float]) -> float | None:
     """R2.2 typical TTFT of a window of samples (None when empty); see module doc."""
     values = sorted(ttfts)
@@ -136,6 +156,11 @@ class SpeedSummary:
     throughput_by_endpoint: Mapping[int, float] = field(default_factory=dict)
     newest_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
     stale_keys: frozenset[SpeedKey] = frozenset()
+    tail_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
+
+    def tail(self, endpoint_id: int, bucket: str) -> float:
+        """The window's slow tail in seconds above its typical value (``slow_tail``)."""
+        return self.tail_by_key.get((endpoint_id, bucket), 0.0)
 
     def typical(self, endpoint_id: int, bucket: str) -> float | None:
         return self.typical_by_key.get((endpoint_id, bucket))
@@ -184,17 +209,21 @@ def summarise(
     typical_by_key: dict[SpeedKey, float] = {}
     count_by_key: dict[SpeedKey, int] = {}
     newest_by_key: dict[SpeedKey, float] = {}
+    tail_by_key: dict[SpeedKey, float] = {}
     for key, samples in samples_by_key.items():
         values, newest = _ttft_values(samples, oldest_kept)
         typical = typical_ttft(values)
         if typical is not None:
             typical_by_key[key] = typical
             count_by_key[key] = len(values)
+            tail = slow_tail(values, typical)
+            if tail > 0:
+                tail_by_key[key] = tail
             if newest is not None:
                 newest_by_key[key] = newest
     throughput = dict(throughput_by_endpoint or {})
     stale = stale_since(newest_by_key, now, stale_after_s)
-    return SpeedSummary(typical_by_key, count_by_key, throughput, newest_by_key, stale)
+    return SpeedSummary(typical_by_key, count_by_key, throughput, newest_by_key, stale, tail_by_key)
 
 
 def stale_since(
@@ -232,6 +261,7 @@ class SpeedBook:
         self._typical: dict[SpeedKey, float] = {}
         self._count: dict[SpeedKey, int] = {}
         self._newest: dict[SpeedKey, float] = {}
+        self._tail: dict[SpeedKey, float] = {}
         self._dirty: set[SpeedKey] = set()
         self._summary: SpeedSummary | None = None
 
@@ -282,19 +312,26 @@ class SpeedBook:
             throughput = {eid: median(w) for eid, w in self._throughput.items() if w}
             self._summary = SpeedSummary(
                 dict(self._typical), dict(self._count), throughput, dict(self._newest),
-                self._stale,
+                self._stale, dict(self._tail),
             )  # fmt: skip
         return self._summary
 
     def _recompute(self, keys: Iterable[SpeedKey]) -> None:
         for key in keys:
             window = self._windows[key]
-            typical = window.typical_ttft()
+            values = [sample.ttft_s for sample in window.samples()]
+            typical = typical_ttft(values)
             if typical is None:
                 self._typical.pop(key, None)
                 self._count.pop(key, None)
                 self._newest.pop(key, None)
+                self._tail.pop(key, None)
             else:
                 self._typical[key] = typical
                 self._count[key] = len(window)
                 self._newest[key] = window.newest_t()
+                tail = slow_tail(values, typical)
+                if tail > 0:
+                    self._tail[key] = tail
+                else:
+                    self._tail.pop(key, None)

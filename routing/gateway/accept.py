@@ -7,6 +7,7 @@ never a shared store.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import time
@@ -22,6 +23,7 @@ from billing.quota import Ticket
 from providers import protocols
 
 from ..catalog import CatalogModel, EndpointRoute, catalog_cache
+from ..core.candidate import SmartTuning
 from ..core.followups import FollowupEstimator
 from ..core.options import RoutingOptions
 from ..core.plan import plan_route
@@ -32,6 +34,23 @@ from ..memory import memory, refresher
 from ..request import ChatRequest, parse_chat_request
 
 _rng = random.Random()
+
+
+def _unusable(now: float) -> frozenset[int]:
+    """Marked endpoints (R2.7), and with ``ROUTING_CONCURRENCY_CAPS`` the ones whose
+    learnt concurrency cap this process's calls in flight reach (O3): both go last."""
+    marked = memory.unusable(now)
+    if not settings.UBERLLM.get("ROUTING_CONCURRENCY_CAPS"):
+        return marked
+    full = memory.full(now)
+    return marked | full if full else marked
+
+
+@functools.lru_cache(maxsize=4)
+def _tuning(tail_weight: float) -> SmartTuning:
+    return SmartTuning(tail_weight=float(tail_weight))
+
+
 followups = FollowupEstimator()  # per process; learns within a few conversations
 
 
@@ -205,9 +224,10 @@ def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dic
             features,
             options,
             memory.speed,
-            memory.unusable(now),
+            _unusable(now),
             _rng,
             exploration_rate=settings.UBERLLM["EXPLORATION_RATE"],
+            tuning=_tuning(settings.UBERLLM.get("ROUTING_TAIL_WEIGHT", 0.0)),
         )
     except RoutingError as exc:
         raise GatewayError(exc.status, exc.message, code=exc.code) from None

@@ -271,6 +271,7 @@ class LiveCall:
         )
         try:
             async with asyncio.timeout(timeout_s):
+                attempt.opening()  # in flight at its endpoint (O3) until closed
                 attempt.stream = await open_stream(call)
                 await _first_token(attempt)
         except TimeoutError:

@@ -14,6 +14,7 @@ from billing.pricing import call_cost
 from providers.upstream import UpstreamError, UpstreamStream
 
 from ..catalog import EndpointRoute
+from ..memory import memory
 
 DONE_DATA = b"[DONE]"
 DONE = b"data: [DONE]\n\n"
@@ -31,6 +32,7 @@ class LiveAttempt:
     pending: list[dict] = field(default_factory=list)  # rewritten chunks up to the first token
     started: float = 0.0
     error: UpstreamError | None = None  # why the attempt failed
+    counted: bool = False  # in memory.inflight (O3 concurrency caps) until closed
 
     @property
     def ttft_ms(self) -> int | None:
@@ -67,7 +69,17 @@ class LiveAttempt:
                          cache_write_tokens=self.cache_write_tokens())  # fmt: skip
         return cost, prompt, cached, completion, estimated
 
+    def opening(self) -> None:
+        """The upstream call is being opened: it counts in the process's calls in flight
+        at its endpoint (learnt concurrency caps, O3) until ``aclose``."""
+        if not self.counted:
+            self.counted = True
+            memory.inflight[self.route.endpoint_id] += 1
+
     async def aclose(self) -> None:
+        if self.counted:
+            self.counted = False
+            memory.inflight[self.route.endpoint_id] -= 1
         if self.stream is not None:
             stream, self.stream = self.stream, None
             await stream.aclose()

@@ -11,7 +11,10 @@ What a call teaches (the simulator's smart strategy learns the same):
   throughput, ends the endpoint's streak of refusals, remembers the prompt's prefixes at
   that endpoint (R2.3) and calibrates the token estimates. A stream cut by its provider
   teaches no speed (its TTFT said nothing of a call that failed);
-- a hedge loser costs its prompt at its prices, charged to the daily hedge budget.
+- a hedge loser costs its prompt at its prices, charged to the daily hedge budget;
+- with ``ROUTING_CONCURRENCY_CAPS``, a 429 teaches the endpoint a concurrency cap (0.9 x
+  this process's calls still in flight there, ``core.capacity``); while the calls in
+  flight reach it, plans put the endpoint last (spill-over before the provider refuses).
 """
 
 from __future__ import annotations
@@ -138,6 +141,9 @@ class LiveRouter:
 
     def on_failure(self, session: GatewaySession, leg: Leg, now: float) -> None:
         kind, status = _core_kind(leg.kind, leg.status)
+        if status == 429 and settings.UBERLLM.get("ROUTING_CONCURRENCY_CAPS"):
+            # O3: the provider refused one more than the calls still in flight there
+            memory.caps.refused(leg.endpoint_id, memory.inflight[leg.endpoint_id], time.time())
         verdict = classify_failure(status, kind)
         if verdict.mark_unusable:
             self._count_failure(leg.endpoint_id)
@@ -163,6 +169,7 @@ class LiveRouter:
         slug = accepted.model.info.slug
         prompt, cached, completion, estimated = attempt.usage_numbers(accepted)
         memory.health.served(leg.endpoint_id, time.time())
+        memory.caps.served(leg.endpoint_id)
         if memory.served(leg.endpoint_id):
             mark_writer.put(MarkLesson(leg.endpoint_id, 0.0, 0, 1.0))
         if attempt.ttft_ms is not None:

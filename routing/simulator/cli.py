@@ -1,7 +1,7 @@
 """Command line: ``python -m routing.simulator`` and ``python manage.py simulate``.
 
     simulate --scenario FILE|NAME [--strategy NAME ...] --seed N [--requests N]
-             [--json] [--timeline] [--no-progress] [--list]
+             [--gateway KEY=VALUE ...] [--json] [--timeline] [--no-progress] [--list]
 
 Without --strategy every strategy runs. The table (or with --json one JSON object) goes
 to stdout; progress and wall-clock speed go to stderr, so the same seed gives the same
@@ -11,6 +11,7 @@ stdout byte for byte.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from typing import Any, TextIO
 from .progress import ProgressLine
 from .report import format_report
 from .run import simulate
-from .scenario import ScenarioError, load_scenario, shipped_names
+from .scenario import Scenario, ScenarioError, load_scenario, shipped_names
 from .strategies import STRATEGIES
 
 
@@ -43,8 +44,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --json: first-choice shares per 5 minutes and bucket",
     )
+    parser.add_argument(
+        "--gateway",
+        action="append",
+        dest="gateway",
+        metavar="KEY=VALUE",
+        help="override a gateway setting of the scenario (repeatable), e.g. tail_weight=1",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress on stderr")
     parser.add_argument("--list", action="store_true", help="list scenarios and strategies")
+
+
+def with_gateway(scenario: Scenario, pairs: Sequence[str]) -> Scenario:
+    """The scenario with gateway settings overridden by ``KEY=VALUE`` (a JSON value)."""
+    if not pairs:
+        return scenario
+    gateway = dict(scenario.gateway)
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or key not in gateway:
+            raise ScenarioError(
+                f"--gateway {pair!r}: expected KEY=VALUE with KEY one of "
+                f"{', '.join(sorted(gateway))}"
+            )
+        try:
+            gateway[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            raise ScenarioError(f"--gateway {pair!r}: the value is not JSON") from None
+    return dataclasses.replace(scenario, gateway=gateway)
 
 
 def run(options: argparse.Namespace | dict[str, Any], err: TextIO | None = None) -> str:
@@ -61,7 +88,7 @@ def run(options: argparse.Namespace | dict[str, Any], err: TextIO | None = None)
         raise ScenarioError(
             f"unknown strategy {', '.join(unknown)}; choose from {', '.join(STRATEGIES)}"
         )
-    scenario = load_scenario(opts["scenario"])
+    scenario = with_gateway(load_scenario(opts["scenario"]), opts.get("gateway") or [])
     progress = None if opts.get("no_progress") else ProgressLine(err)
     document, speeds = simulate(
         scenario,

@@ -27,6 +27,8 @@ ENDPOINT_DEFAULTS: dict[str, Any] = {
     "rate_limit_rate": 0.0,
     "rate_limit_delay_s": 0.15,
     "concurrency_cap": None,
+    "cut_rate": 0.0,
+    "tokens_per_minute": None,
     "cache_ttl_s": 300.0,
     "cache_hit_rate": 1.0,
 }
@@ -49,6 +51,9 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "speed_window_size": 50,
     "speed_max_age_s": 6 * 3600.0,
     "speed_stale_after_s": 600.0,
+    "tail_weight": 0.0,
+    "probe_budget_usd_per_day": 25.0,
+    "concurrency_caps": False,
 }
 
 

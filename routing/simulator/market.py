@@ -4,7 +4,9 @@ depend on where the strategy sent traffic); the random draws do not (see randomn
 
 An attempt's outcome, in this order: ``down`` -> connect failure; ``status_override``
 -> that HTTP status; prompt over ``context_length`` -> 400; ``concurrency_cap`` reached
--> 429; ``rate_limit_rate`` -> 429; ``error_rate`` -> 500; otherwise a first token after
+-> 429; prompt tokens accepted from us in the last minute + this prompt over
+``tokens_per_minute`` -> 429; ``rate_limit_rate`` -> 429; ``error_rate`` -> 500;
+otherwise a first token after
 ``(ttft_base_s + prefill) x exp(jitter_sigma x N(0,1)) [+ stall]`` where prefill =
 ``uncached / prefill_tokens_per_s + cached / (prefill_tokens_per_s x
 cached_prefill_speedup)``, x ``slow_factor`` above ``slow_above_tokens`` (the
@@ -14,6 +16,7 @@ emulator's formula); a first token later than the timeout is a ``timeout`` failu
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 
 from routing.core import EndpointInfo
@@ -23,6 +26,7 @@ from .scenario import PRICE_FIELDS, EventSpec, Scenario
 from .traffic import SimRequest
 
 OK, HTTP, CONNECT, TIMEOUT = "ok", "http", "connect", "timeout"
+TPM_WINDOW_S = 60.0
 PER_MILLION = 1_000_000.0
 
 # An outcome: (kind, http status or None, seconds from start to first token or failure,
@@ -71,6 +75,9 @@ class Market:
             tuple(s.info for s in states) for states in self.by_model
         ]
         self.inflight = [0] * len(self.endpoints)
+        # tokens_per_minute: prompt tokens of the calls each endpoint accepted, last 60 s
+        self._tpm: list[deque[tuple[float, int]]] = [deque() for _ in self.endpoints]
+        self._tpm_used = [0] * len(self.endpoints)
         self._cache: dict[tuple[int, int], tuple[float, int]] = {}
         self._saved: dict[tuple[int, int, str], object] = {}
 
@@ -130,6 +137,12 @@ class Market:
             return (HTTP, 400, s.error_delay_s, 0)
         if s.concurrency_cap is not None and self.inflight[endpoint_id] >= s.concurrency_cap:
             return (HTTP, 429, s.rate_limit_delay_s, 0)
+        limit = s.tokens_per_minute
+        if (
+            limit is not None
+            and self.tokens_last_minute(endpoint_id, now) + request.prompt_tokens > limit
+        ):
+            return (HTTP, 429, s.rate_limit_delay_s, 0)
         u = uniforms(mix(self.seed, request.rseed, endpoint_id, nth), 7)
         if u[0] < s.rate_limit_rate:
             return (HTTP, 429, s.rate_limit_delay_s, 0)
@@ -143,6 +156,19 @@ class Market:
         if ttft > timeout:
             return (TIMEOUT, None, timeout, 0)
         return (OK, None, ttft, cached)
+
+    def tokens_last_minute(self, endpoint_id: int, now: float) -> int:
+        """Prompt tokens of the calls the endpoint accepted from us in the last 60 s."""
+        window = self._tpm[endpoint_id]
+        while window and window[0][0] <= now - TPM_WINDOW_S:
+            self._tpm_used[endpoint_id] -= window.popleft()[1]
+        return self._tpm_used[endpoint_id]
+
+    def accepted(self, endpoint_id: int, prompt_tokens: int, now: float) -> None:
+        """A call the endpoint accepted (counts against its ``tokens_per_minute``)."""
+        if self.endpoints[endpoint_id].tokens_per_minute is not None:
+            self._tpm[endpoint_id].append((now, prompt_tokens))
+            self._tpm_used[endpoint_id] += prompt_tokens
 
     @staticmethod
     def ttft(
@@ -159,6 +185,18 @@ class Market:
         if u3 < s.stall_probability:
             ttft += s.stall_min_s + (s.stall_max_s - s.stall_min_s) * u4
         return ttft
+
+    def cut_after(self, request: SimRequest, endpoint_id: int, nth: int = 0) -> int | None:
+        """Output tokens after which the provider cuts this served stream (``cut_rate``:
+        the share of served calls cut, at a uniform point of their output), None: whole.
+        Drawn from (seed, request, endpoint, attempt number) like every other draw."""
+        rate = self.endpoints[endpoint_id].cut_rate
+        if not rate:
+            return None
+        u = uniforms(mix(self.seed, request.rseed, endpoint_id, nth, 0xC07), 2)
+        if u[0] >= rate:
+            return None
+        return max(1, int(u[1] * request.output_tokens))
 
     def stream_s(self, endpoint_id: int, output_tokens: int) -> float:
         """Seconds from the first token to the last."""

@@ -54,7 +54,12 @@ class Metrics:
         self.probe_spend = 0.0
         self.probes = 0
         self.probe_failures = 0
+        self.probe_spend_by_day: dict[int, float] = {}  # UTC day number -> USD
+        self.probe_budget_usd_per_day = 0.0  # 0: no limit
+        self.probes_over_budget = 0  # probes not sent: the day's budget was spent
         self.hedge_legs = 0
+        self.cut_streams = 0  # served calls the provider cut (endpoint cut_rate)
+        self.cut_spend = 0.0  # what cut replies being assembled whole cost (retried)
         # (window, bucket index) -> endpoint id -> requests whose first attempt went there
         self.first_choice: dict[tuple[int, int], dict[int, int]] = defaultdict(
             lambda: defaultdict(int)
@@ -112,7 +117,7 @@ class Metrics:
             "cost_usd_per_1k_requests": _r(1000 * cost / n, 5),
             # the headline: what customers paid plus platform spend (probes, hedge legs)
             "total_cost_usd_per_1k_requests": _r(
-                1000 * (cost + self.hedge_spend + self.probe_spend) / n, 5
+                1000 * (cost + self.hedge_spend + self.probe_spend + self.cut_spend) / n, 5
             ),
             "cost_usd_per_1m_tokens": _r(1e6 * cost / tokens, 5),
             "long_streams": {
@@ -128,7 +133,15 @@ class Metrics:
             "hedge_spend_usd": _r(self.hedge_spend, 5),
             "probe_spend_usd": _r(self.probe_spend, 5),
             "probes": self.probes,
-            "platform_usd_per_1k_requests": _r(1000 * (self.hedge_spend + self.probe_spend) / n, 5),
+            "cut_streams": self.cut_streams,
+            "probe_budget_usd_per_day": self.probe_budget_usd_per_day,
+            "probe_spend_by_day": {
+                str(day): _r(usd, 6) for day, usd in sorted(self.probe_spend_by_day.items())
+            },
+            "probes_over_budget": self.probes_over_budget,
+            "platform_usd_per_1k_requests": _r(
+                1000 * (self.hedge_spend + self.probe_spend + self.cut_spend) / n, 5
+            ),
             "lost_ms_per_request": _r(1000 * sum(r[11] for r in rows) / n, 1),
             "fast_enough_share": _r(sum(fast) / (len(fast) or 1), 5),
             "provider_share": {

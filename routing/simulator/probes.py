@@ -9,14 +9,17 @@ with the bucket's typical TTFT by more than 2x is followed at once by two more; 
 of them shift the same way the bucket's window restarts from these probes. The calls
 of one probe must finish within ``probe_timeout_s`` in all; a failure marks the
 endpoint unusable and records nothing. Every answered call (prompt + one output token)
-is platform cost.
+is platform cost. A daily budget (``probe_budget_usd_per_day``, 0 = none) stops probes
+for the rest of the UTC day once the day's probe spend plus the cycle's probes at their
+worst cost would exceed it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from routing.core import bucket_for
+from routing.core import bucket_for, budget_day
+from routing.core.probe import probe_worst_cost, within_probe_budget
 
 from .market import OK
 from .randomness import mix
@@ -71,6 +74,9 @@ class Prober:
         self.period = float(gateway["probe_period_s"])
         self.sizes = [int(size) for size in gateway["probe_sizes"]]
         self.timeout = float(gateway["probe_timeout_s"])
+        self.budget = float(gateway["probe_budget_usd_per_day"] or 0)
+        self.cycle_reserved = 0.0  # worst cost of the probes this cycle sends
+        engine.metrics.probe_budget_usd_per_day = self.budget
 
     def start(self) -> None:
         if self.engine.strategy.uses_probes and self.period > 0:
@@ -83,11 +89,27 @@ class Prober:
             return
         engine.market.purge(now)
         strategy = engine.strategy
+        self.cycle_reserved = 0.0
         for state in engine.market.endpoints[1:]:
             for size in strategy.probe_sizes(state.endpoint_id, self.sizes, now):
-                if size + 1 <= state.context_length:
+                if size + 1 <= state.context_length and self._affordable(state.endpoint_id, size):
                     self._call(Probe(number, state.endpoint_id, size, now))
         engine.at(now + self.period, self.cycle, number + 1)
+
+    def _affordable(self, endpoint_id: int, size: int) -> bool:
+        """The daily probe budget, as routing/probes.py within_budget: a probe is sent only
+        if what probes cost so far this UTC day plus the worst cost (with confirmations)
+        of this cycle's probes, this one included, stays within the budget."""
+        if self.budget <= 0:
+            return True
+        engine = self.engine
+        spent = engine.metrics.probe_spend_by_day.get(budget_day(engine.sim.epoch()), 0.0)
+        cost = engine.market.cost(endpoint_id, ProbeRequest(size, 0), 0, 1)  # type: ignore[arg-type]
+        if not within_probe_budget(spent + self.cycle_reserved, cost, self.budget):
+            engine.metrics.probes_over_budget += 1
+            return False
+        self.cycle_reserved += probe_worst_cost(cost)
+        return True
 
     def _call(self, probe: Probe) -> None:
         engine = self.engine
@@ -101,6 +123,8 @@ class Prober:
         if not ok:
             delay = min(delay, max(0.0, probe.started + self.timeout - now))
         market.inflight[probe.endpoint_id] += 1
+        if kind == OK:
+            market.accepted(probe.endpoint_id, probe.size, now)
         engine.metrics.probes += 1
         engine.at(now + delay, self._done, (probe, ok, delay))
 
@@ -115,6 +139,9 @@ class Prober:
             return
         cost = market.cost(probe.endpoint_id, ProbeRequest(probe.size, 0), 0, 1)  # type: ignore[arg-type]
         engine.metrics.probe_spend += cost
+        day = budget_day(engine.sim.epoch())
+        by_day = engine.metrics.probe_spend_by_day
+        by_day[day] = by_day.get(day, 0.0) + cost
         probe.ttfts.append(ttft)
         bucket = bucket_for(probe.size)
         if len(probe.ttfts) == 1 and shift_direction is not None:

@@ -60,9 +60,20 @@ ROWS: list[tuple[str, Callable[[Summary], str]]] = [
     ("failed (all attempts)", lambda s: _pct(s["failed_share"])),
     ("hedge spend (platform)", lambda s: _usd(s["hedge_spend_usd"])),
     ("probe spend (platform)", lambda s: _usd(s["probe_spend_usd"])),
+    ("probe spend: most in a UTC day", lambda s: _probe_day(s)),
     ("lost on failed tries (ms/req)", lambda s: _ms(s["lost_ms_per_request"])),
     ("served fast enough", lambda s: _pct(s["fast_enough_share"])),
 ]
+
+
+def _probe_day(summary: Summary) -> str:
+    """The dearest UTC day's probe spend / the daily budget (probes not sent)."""
+    days = summary.get("probe_spend_by_day") or {}
+    most = _usd(max(days.values())) if days else "-"
+    budget = summary.get("probe_budget_usd_per_day") or 0
+    if not budget:
+        return most
+    return f"{most} / {_usd(budget)} ({summary.get('probes_over_budget', 0)} not sent)"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

@@ -11,7 +11,9 @@ router. This shell turns the session's actions into events on the virtual clock:
 - ``CancelLeg``: a hedge leg that lost the race leaves the flight; the provider bills
   its prompt (hedge spend, platform cost);
 - ``Serve``: the serving provider caches the prompt and bills the call; the stream
-  ends after its output time (``session.ended``);
+  ends after its output time (``session.ended``), or earlier when the provider cuts it
+  (endpoint ``cut_rate``: ``session.ended(complete=False)``, retried when nothing
+  reached the client yet, i.e. a reply assembled whole);
 - ``Done``: the request's metrics record (``GiveUp`` needs nothing: nobody to answer).
 """
 
@@ -98,6 +100,8 @@ class Shell:
         now, market = self.now, self.market
         leg.data = market.outcome(run.request, leg.endpoint_id, now, leg.nth)
         market.inflight[leg.endpoint_id] += 1
+        if leg.data[0] == OK:
+            market.accepted(leg.endpoint_id, run.request.prompt_tokens, now)
         if leg.hedge_leg:
             self.metrics.hedge_legs += 1
         self.at(now + leg.delay, self._resolve, (run, leg))
@@ -105,6 +109,14 @@ class Shell:
     def _serve(self, run: Run, leg: Leg) -> None:
         now, market, request = self.now, self.market, run.request
         market.write_cache(leg.endpoint_id, request, now)
+        cut = market.cut_after(request, leg.endpoint_id, leg.nth)
+        if cut is not None and cut < request.output_tokens:
+            # the provider bills what it sent; a stream the customer saw is theirs (R6.1),
+            # a reply being assembled whole is retried and its cost is platform spend
+            cost = market.cost(leg.endpoint_id, request, leg.cached, cut)
+            end = now + market.stream_s(leg.endpoint_id, cut)
+            self.at(end, self._cut, (run, leg, cost))
+            return
         run.cost = market.cost(leg.endpoint_id, request, leg.cached, request.output_tokens)
         end = now + market.stream_s(leg.endpoint_id, request.output_tokens)
         self.at(end, self._end, (run, leg))
@@ -127,6 +139,20 @@ class Shell:
     def _timer(self, arg: tuple[Run, str, int | None]) -> None:
         run, name, endpoint_id = arg
         self.apply(run, run.timer(name, self.now, endpoint_id))
+
+    def _cut(self, arg: tuple[Run, Leg, float]) -> None:
+        """The provider cut the serving stream (``cut_rate``): a streamed reply ends
+        incomplete (``session.ended(complete=False)``: the strategy's ``on_cut``); an
+        assembled one is a failed attempt and the next one follows."""
+        run, leg, cost = arg
+        self.market.inflight[leg.endpoint_id] -= 1
+        self.metrics.cut_streams += 1
+        stream = run.request.stream
+        if stream:
+            run.cost = cost
+        else:
+            self.metrics.cut_spend += cost
+        self.apply(run, run.ended(leg.no, self.now, complete=False, retry=not stream))
 
     def _end(self, arg: tuple[Run, Leg]) -> None:
         run, leg = arg

@@ -6,11 +6,13 @@ import random
 from collections.abc import Mapping
 
 from routing.core import (
+    DEFAULT_TUNING,
     EndpointInfo,
     ModelInfo,
     RequestFeatures,
     RoutePlan,
     RoutingOptions,
+    SmartTuning,
     SpeedSummary,
     plan_route,
 )
@@ -79,6 +81,7 @@ def plan(
     rng: random.Random | None = None,
     exploration_rate: float = 0.0,
     min_samples: int = 3,
+    tuning: SmartTuning = DEFAULT_TUNING,
 ) -> RoutePlan:
     """plan_route with test defaults: no exploration unless asked."""
     return plan_route(
@@ -91,6 +94,7 @@ def plan(
         rng or random.Random(0),
         exploration_rate=exploration_rate,
         min_samples=min_samples,
+        tuning=tuning,
     )
 
 

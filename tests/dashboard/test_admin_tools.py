@@ -140,6 +140,22 @@ def test_probe_spend_per_day(operator):
         ("test/model-a", 2, D("0.0003")), ("test/model-a", 1, D("0.5"))
     ]  # fmt: skip
     assert response.context["total"] == D("0.5003")
+    assert response.context["today"] == D("0.0003")
+
+
+def test_probe_spend_page_shows_todays_spend_against_the_daily_budget(operator, settings):
+    market = install_test_catalog()
+    ProbeResult.objects.create(cycle=1, endpoint=market["alpha"], prompt_tokens=1000,
+                               status="ok", cost_usd=D("0.75"))  # fmt: skip
+    settings.UBERLLM = {**settings.UBERLLM, "PROBE_DAILY_BUDGET_USD": 0.5}
+    html = login(operator).get("/admin/routing/proberesult/spend/").content.decode()
+    assert 'id="probe-budget-amount"' in html and 'id="probe-budget-spent"' in html
+    settings.UBERLLM = {**settings.UBERLLM, "PROBE_DAILY_BUDGET_USD": 25.0}
+    html = login(operator).get("/admin/routing/proberesult/spend/").content.decode()
+    assert 'id="probe-budget-amount"' in html and 'id="probe-budget-spent"' not in html
+    settings.UBERLLM = {**settings.UBERLLM, "PROBE_DAILY_BUDGET_USD": 0}
+    html = login(operator).get("/admin/routing/proberesult/spend/").content.decode()
+    assert "no daily probe budget" in html
 
 
 def test_demo_seeds_a_customer_and_a_separate_operator(tmp_path, settings):

@@ -191,3 +191,36 @@ def test_a_bare_role_chunk_is_not_the_first_token():
     assert not _has_token({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
     assert _has_token({"choices": [{"delta": {"content": "a"}}]})
     assert _has_token({"choices": [{"delta": {}, "finish_reason": "length"}]})
+
+
+def test_daily_probe_budget_stops_probes_until_the_next_utc_day(market, emulator, probe_settings):
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from django.db.models import Sum
+    from django.utils import timezone
+
+    from routing.health import probe_spend_today
+
+    probe_settings["PROBE_DAILY_BUDGET_USD"] = 0  # no limit: the whole cycle
+    assert run_cycle(1) == {"queued": 2, "ok": 6}
+    spent = probe_spend_today()
+    assert spent == ProbeResult.objects.aggregate(total=Sum("cost_usd"))["total"] > 0
+    calls = len(emulator.log())
+    # a budget the day has already used up (the cheapest probe costs more than what is
+    # left): the next cycle sends nothing, the emulator sees no call
+    cheapest = min(ProbeResult.objects.values_list("cost_usd", flat=True))
+    probe_settings["PROBE_DAILY_BUDGET_USD"] = float(spent + cheapest * 2)
+    assert run_cycle(2) == {"queued": 0}
+    assert len(emulator.log()) == calls
+    # a budget with room for some probes (each reserves 3 calls: its confirmations):
+    # they are sent, and the day stays within it
+    probe_settings["PROBE_DAILY_BUDGET_USD"] = float(spent + cheapest * Decimal("3.5"))
+    counts = run_cycle(3)
+    assert 1 <= counts.get("ok", 0) < 6
+    assert probe_spend_today() <= spent + cheapest * Decimal("3.5")
+    # the next UTC day: the spend starts from 0 again
+    ProbeResult.objects.update(created_at=timezone.now() - timedelta(days=1))
+    assert probe_spend_today() == 0
+    probe_settings["PROBE_DAILY_BUDGET_USD"] = float(spent * 4)  # 3x reserved a probe
+    assert run_cycle(4)["ok"] == 6

@@ -18,7 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from routing.core import HedgeDecision, RetryPolicy, RoutingOptions, SpeedSummary, plan_route
+from routing.core import (
+    DEFAULT_TUNING,
+    HedgeDecision,
+    RetryPolicy,
+    RoutingOptions,
+    SmartTuning,
+    SpeedSummary,
+    plan_route,
+)
 from routing.core.hedge import NO_HEDGE
 from routing.core.session import Step
 from routing.core.types import EndpointInfo, ModelInfo, RequestFeatures, RoutePlan
@@ -145,6 +153,7 @@ def core_plan(
     unusable: frozenset[int] = frozenset(),
     rng: random.Random | None = None,
     exploration_rate: float = 0.0,
+    tuning: SmartTuning = DEFAULT_TUNING,
 ) -> RoutePlan:
     """plan_route() for this run's model with the current catalog (raises RoutingError)."""
     model = run.request.model
@@ -157,6 +166,7 @@ def core_plan(
         unusable,
         rng or _NO_RNG,
         exploration_rate=exploration_rate,
+        tuning=tuning,
     )
 
 

@@ -23,6 +23,7 @@ from routing.core import (
     bucket_for,
     classify_failure,
 )
+from routing.core.capacity import ConcurrencyCaps
 from routing.core.followups import FollowupEstimator
 from routing.core.marks import Reliability
 from routing.core.probe import worth_probing
@@ -61,6 +62,9 @@ class Knowledge:
             first_window_s=float(gateway["unusable_first_window_s"]),
         )
         self.health = Reliability()
+        # O3: caps learnt from 429s, checked against our own calls in flight (the
+        # market's count of this strategy's calls, as the gateway counts its own)
+        self.caps = ConcurrencyCaps() if gateway.get("concurrency_caps") else None
         self.peers = [
             tuple(s.endpoint_id for s in states) for states in market.by_model
         ]  # endpoint ids per model
@@ -80,7 +84,11 @@ class Knowledge:
         return self.book.summary()
 
     def unusable(self, now: float) -> frozenset[int]:
-        return self.marks.unusable_ids(now)
+        """Marked endpoints, and (with concurrency caps) the full ones: both go last."""
+        marked = self.marks.unusable_ids(now)
+        if self.caps is None:
+            return marked
+        return marked | self.caps.full_ids(self.market.inflight, now)
 
     def features(self, run: Run, slug: str, now: float) -> RequestFeatures:
         """RequestFeatures as routing/gateway/accept.py builds them (exact prompt tokens)."""
@@ -110,7 +118,12 @@ class Knowledge:
     def failure(self, leg: Leg, now: float) -> None:
         """A refusal marks the endpoint when ``Reliability`` says so (a run of them, low
         volume, or a failure rate far above its peers')."""
-        if classify_failure(leg.status, leg.kind).mark_unusable:
+        if self.caps is not None and leg.status == 429:
+            self.caps.refused(leg.endpoint_id, self.market.inflight[leg.endpoint_id], now)
+        kind, status = leg.kind, leg.status
+        if kind == "protocol":  # a reply cut before it reached the client: as a 502 (live)
+            kind, status = "http", status or 502
+        if classify_failure(status, kind).mark_unusable:
             endpoint_id = leg.endpoint_id
             peers = self.peers[self.market.endpoints[endpoint_id].model]
             if self.health.failed(endpoint_id, now, peers):
@@ -127,6 +140,8 @@ class Knowledge:
         request = run.request
         self.marks.record_success(leg.endpoint_id)  # as routing/memory.py served()
         self.health.served(leg.endpoint_id, now)
+        if self.caps is not None:
+            self.caps.served(leg.endpoint_id)
         cached = mostly_cached(leg.cached, request.prompt_tokens)  # its own window
         sample = SpeedSample(now, leg.delay, cached=cached)
         self.book.record(leg.endpoint_id, request.bucket, sample)

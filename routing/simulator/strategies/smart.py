@@ -16,6 +16,7 @@ from routing.core import (
     HedgeDecision,
     InMemoryHedgeBudget,
     RoutingOptions,
+    SmartTuning,
     budget_day,
     first_token_timeout_s,
     hedge_partner,
@@ -43,6 +44,7 @@ class Smart(LearnsFromCalls, Strategy):
         self.daily_usd = float(self.gateway["hedge_budget_usd_per_day"])
         self.budget = InMemoryHedgeBudget(self.daily_usd, sim.epoch)
         self.exploration_rate = float(self.gateway["exploration_rate"])
+        self.tuning = SmartTuning(tail_weight=float(self.gateway["tail_weight"]))
         self.flat_timeout_s = float(self.gateway["first_token_timeout_s"])
         self.plans: dict[int, RoutePlan] = {}  # request index -> its plan (for timeouts)
         sim.market.timeout_for = self.timeout_for
@@ -61,6 +63,7 @@ class Smart(LearnsFromCalls, Strategy):
             knowledge.unusable(now),
             self.rng,
             self.exploration_rate,
+            self.tuning,
         )
         self.plans[run.request.index] = run.plan
         return first_of(self, run)

@@ -1,0 +1,22 @@
+"""429-storm with learnt concurrency caps (O3): fewer 429s and retries, the capped cheap
+provider keeps its share."""
+
+from __future__ import annotations
+
+from routing.simulator import load_scenario, simulate
+from routing.simulator.cli import with_gateway
+
+
+def _smart(caps: bool) -> dict:
+    scenario = with_gateway(load_scenario("429-storm"), [f"concurrency_caps={str(caps).lower()}"])
+    document, _ = simulate(scenario, ["smart"], seed=1, requests=5000)
+    return document["strategies"]["smart"]
+
+
+def test_learnt_caps_spill_over_before_the_provider_refuses():
+    without, with_caps = _smart(False), _smart(True)
+    assert with_caps["share_with_429"] < 0.6 * without["share_with_429"]
+    assert with_caps["retry_share"] < without["retry_share"]
+    assert with_caps["lost_ms_per_request"] < without["lost_ms_per_request"]
+    assert with_caps["provider_share"]["steadyai"] >= 0.9 * without["provider_share"]["steadyai"]
+    assert with_caps["failed_share"] == 0

@@ -1,0 +1,53 @@
+"""Mid-stream cuts in the scenario format (endpoint ``cut_rate``): a provider that cuts
+most of its streams after the first token is demoted by smart (``on_cut`` counts in its
+error rate), while cheapest-effective, which learns nothing, keeps sending it traffic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from routing.simulator import load_scenario, simulate
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "routing" / "simulator" / "scenarios"
+
+
+def test_a_provider_cutting_streams_is_demoted(tmp_path):
+    data = json.loads((SCENARIOS / "deepseek-v4.1-flash.json").read_text())
+    data["name"] = "cuts"
+    for spec in data["models"][0]["endpoints"]:
+        if spec["provider"] == "novacloud":  # cheapest for short prompts: most traffic
+            spec["cut_rate"] = 0.6
+    path = tmp_path / "cuts.json"
+    path.write_text(json.dumps(data))
+    document, _ = simulate(
+        load_scenario(str(path)), ["smart", "cheapest-effective"], seed=1, requests=3000
+    )
+    smart, naive = document["strategies"]["smart"], document["strategies"]["cheapest-effective"]
+    assert naive["cut_streams"] > 100  # its cut calls count as failed, not served
+    assert smart["cut_streams"] < 0.2 * naive["cut_streams"]
+    assert smart["provider_share"].get("novacloud", 0) < 0.05
+    assert smart["failed_share"] < 0.2 * naive["failed_share"]
+
+
+def test_without_cut_rate_nothing_is_cut():
+    document, _ = simulate(load_scenario("outage"), ["smart"], seed=1, requests=1500)
+    assert document["strategies"]["smart"]["cut_streams"] == 0
+
+
+def test_a_tokens_per_minute_limit_refuses_with_429s(tmp_path):
+    """Endpoint ``tokens_per_minute``: over the limit of prompt tokens accepted from us
+    in the last minute, the provider answers 429; the requests are retried elsewhere."""
+    data = json.loads((SCENARIOS / "deepseek-v4.1-flash.json").read_text())
+    data["name"] = "tpm"
+    for spec in data["models"][0]["endpoints"]:
+        if spec["provider"] == "steadyai":  # most long prompts go there
+            spec["tokens_per_minute"] = 1_000_000
+    path = tmp_path / "tpm.json"
+    path.write_text(json.dumps(data))
+    limited = simulate(load_scenario(str(path)), ["smart"], seed=1, requests=3000)[0]
+    free = simulate(load_scenario("deepseek-v4.1-flash"), ["smart"], seed=1, requests=3000)[0]
+    limited, free = limited["strategies"]["smart"], free["strategies"]["smart"]
+    assert free["share_with_429"] == 0 and limited["share_with_429"] > 0.005
+    assert limited["failed_share"] == 0  # retried elsewhere (R4.1)
+    assert limited["provider_share"]["steadyai"] < free["provider_share"]["steadyai"]
