@@ -103,7 +103,7 @@ class ActivityListApi(APIView):
         after = decode_cursor(params["cursor"]) if params.get("cursor") else None
         queryset = selectors.activity_list(organisation_id=organisation_id, filters=form.filters())
         rows, has_more = selectors.activity_page_after(queryset, after=after, limit=limit)
-        totals = selectors.activity_totals(queryset)
+        totals = selectors.usage_totals(organisation_id=organisation_id, filters=form.filters())
         savings = totals["savings"]
         last = rows[-1] if rows else None
         return Response(

@@ -359,6 +359,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 300.0},
     },
+    # Ledger: roll finished days into the daily usage rollups (billing.rollups).
+    "usage-rollup": {
+        "task": "billing.usage_rollup",
+        "schedule": crontab(minute=20),
+        "options": {"expires": 3600},
+    },
     # R3.4: open each UTC day's hedge budget at 00:00 (and every hour, harmlessly).
     "hedge-budget-open-day": {
         "task": "routing.hedge_budget_open_day",
