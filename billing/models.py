@@ -113,10 +113,18 @@ class Activity(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The Activity list's first pages and filters (docs/operations.md, "Activity at
+        # 10 million rows"): newest first within the organisation, then by filter.
         indexes = [
-            models.Index(fields=["organisation", "-created_at"]),
+            models.Index(fields=["organisation", "-created_at", "-id"], name="activity_org_newest"),
+            models.Index(fields=["organisation", "status", "-created_at"],
+                         name="activity_org_status"),
+            models.Index(fields=["organisation", "model_slug", "provider_slug", "-created_at"],
+                         name="activity_org_model"),
+            models.Index(fields=["organisation", "provider_slug", "-created_at"],
+                         name="activity_org_provider"),
             models.Index(fields=["api_key", "created_at"]),  # a key's monthly spend
-        ]
+        ]  # fmt: skip
         verbose_name_plural = "activities"
 
     def __str__(self) -> str:

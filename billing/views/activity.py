@@ -50,8 +50,10 @@ def activity_list_view(request: HttpRequest) -> HttpResponse:
         )
     else:
         totals = selectors.activity_totals(queryset)
-    paginator = Paginator(queryset, PAGE_SIZE)
-    paginator.count = totals["calls"]  # the same figure; no COUNT(*) over every row
+    # The totals' count is the rows' count: no COUNT(*) over every row, and no scan for
+    # rows of a filter combination that has none.
+    paginator = Paginator(queryset if totals["calls"] else queryset.none(), PAGE_SIZE)
+    paginator.count = totals["calls"]
     page = paginator.get_page(request.GET.get("page"))
     for activity in page:
         activity.savings = activity_savings(activity)
