@@ -259,6 +259,9 @@ class UsageDaily(models.Model):
     cached_tokens = models.BigIntegerField()
     completion_tokens = models.BigIntegerField()
     estimated = models.BigIntegerField()  # calls whose usage was estimated
+    # A month's row (``day`` is its first day): the sum of that month's daily rows, read
+    # instead of them when a range covers the whole month.
+    monthly = models.BooleanField(default=False)
     # Savings sums, as billing.selectors._savings_sums (null when no call knew them).
     list_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
     cost_with_list_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
@@ -284,6 +287,7 @@ class TtftDaily(models.Model):
     prompt_bucket = models.CharField(max_length=16)
     ttft_ms = models.PositiveIntegerField()
     calls = models.BigIntegerField()
+    monthly = models.BooleanField(default=False)  # as UsageDaily.monthly
 
     class Meta:
         indexes = [models.Index(fields=["organisation", "day"], name="ttftdaily_org_day")]
@@ -295,9 +299,11 @@ class TtftDaily(models.Model):
 
 
 class UsageRollupState(models.Model):
-    """One row: the last UTC day whose rollups are built (null: none yet)."""
+    """One row: the last UTC day whose rollups are built (null: none yet), and the first
+    day of the last month whose monthly rows are built (null: none)."""
 
     through_day = models.DateField(null=True)
+    months_through = models.DateField(null=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

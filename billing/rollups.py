@@ -65,8 +65,8 @@ def rollup_day(day: date) -> int:
         .annotate(n=Count("id"))
     )
     with transaction.atomic():
-        UsageDaily.objects.filter(day=day).delete()
-        TtftDaily.objects.filter(day=day).delete()
+        UsageDaily.objects.filter(day=day, monthly=False).delete()
+        TtftDaily.objects.filter(day=day, monthly=False).delete()
         created = UsageDaily.objects.bulk_create(
             [
                 UsageDaily(
@@ -108,6 +108,119 @@ def rollup_day(day: date) -> int:
     return len(created)
 
 
+def month_end(day: date) -> date:
+    """The last day of ``day``'s month."""
+    following = (day.replace(day=28) + timedelta(days=4)).replace(day=1)
+    return following - timedelta(days=1)
+
+
+def rollup_month(first: date) -> int:
+    """Rebuild one month's rows (``monthly=True``, ``day`` = ``first``) from its daily
+    rows, for every organisation; returns the usage rows."""
+    days = {"day__gte": first, "day__lte": month_end(first), "monthly": False}
+    usage = (
+        UsageDaily.objects.filter(**days)
+        .order_by()
+        .values("organisation_id", "api_key_id", "model_slug", "provider_slug", "status")
+        .annotate(
+            n=Sum("calls"), cost=Sum("cost_usd"), prompt=Sum("prompt_tokens"),
+            cached=Sum("cached_tokens"), completion=Sum("completion_tokens"),
+            est=Sum("estimated"), list_cost=Sum("list_cost_usd"),
+            cost_with_list=Sum("cost_with_list_usd"), cheapest_cost=Sum("cheapest_cost_usd"),
+            cost_with_cheapest=Sum("cost_with_cheapest_usd"),
+        )
+    )  # fmt: skip
+    ttft = (
+        TtftDaily.objects.filter(**days)
+        .order_by()
+        .values("organisation_id", "provider_slug", "prompt_bucket", "ttft_ms")
+        .annotate(n=Sum("calls"))
+    )
+    with transaction.atomic():
+        UsageDaily.objects.filter(day=first, monthly=True).delete()
+        TtftDaily.objects.filter(day=first, monthly=True).delete()
+        created = UsageDaily.objects.bulk_create(
+            [
+                UsageDaily(
+                    organisation_id=r["organisation_id"], day=first, monthly=True,
+                    api_key_id=r["api_key_id"], model_slug=r["model_slug"],
+                    provider_slug=r["provider_slug"], status=r["status"], calls=r["n"],
+                    cost_usd=r["cost"], prompt_tokens=r["prompt"], cached_tokens=r["cached"],
+                    completion_tokens=r["completion"], estimated=r["est"],
+                    list_cost_usd=r["list_cost"], cost_with_list_usd=r["cost_with_list"],
+                    cheapest_cost_usd=r["cheapest_cost"],
+                    cost_with_cheapest_usd=r["cost_with_cheapest"],
+                )
+                for r in usage
+            ],
+            batch_size=2000,
+        )  # fmt: skip
+        TtftDaily.objects.bulk_create(
+            [
+                TtftDaily(organisation_id=r["organisation_id"], day=first, monthly=True,
+                          provider_slug=r["provider_slug"], prompt_bucket=r["prompt_bucket"],
+                          ttft_ms=r["ttft_ms"], calls=r["n"])
+                for r in ttft
+            ],
+            batch_size=5000,
+        )  # fmt: skip
+    return len(created)
+
+
+def _roll_months() -> list[date]:
+    """Build the monthly rows of every month complete within the rolled days and not
+    built yet (in order), advancing ``months_through``."""
+    state = UsageRollupState.objects.order_by("id").first()
+    if state is None or state.through_day is None:
+        return []
+    if state.months_through is not None:
+        first = month_end(state.months_through) + timedelta(days=1)
+    else:
+        oldest = UsageDaily.objects.filter(monthly=False).aggregate(d=Min("day"))["d"]
+        if oldest is None:
+            return []
+        first = oldest.replace(day=1)
+    built = []
+    while month_end(first) <= state.through_day:
+        rollup_month(first)
+        UsageRollupState.objects.filter(id=state.id).update(months_through=first)
+        built.append(first)
+        first = month_end(first) + timedelta(days=1)
+    return built
+
+
+def rollup_state() -> tuple[date | None, date | None]:
+    """``(through_day, months_through)`` in one read."""
+    state = UsageRollupState.objects.order_by("id").first()
+    return (state.through_day, state.months_through) if state else (None, None)
+
+
+def rolled_rows(date_from: date | None, last: date, months_through: date | None) -> Q:
+    """The UsageDaily/TtftDaily rows that sum to the days [``date_from``, ``last``]
+    (``last`` rolled): the monthly rows of the whole months built, the daily rows of
+    every other day. Each day is counted once."""
+    start = date_from or date.min
+    daily = Q(monthly=False, day__gte=start, day__lte=last)
+    if months_through is None:
+        return daily
+    first = start if start.day == 1 else month_end(start) + timedelta(days=1)
+    last_whole = last.replace(day=1)
+    if month_end(last_whole) != last:
+        last_whole = (last_whole - timedelta(days=1)).replace(day=1)
+    last_whole = min(last_whole, months_through)
+    if first > last_whole:
+        return daily
+    monthly = Q(monthly=True, day__gte=first, day__lte=last_whole)
+    outside = Q(day__lt=first) | Q(day__gt=month_end(last_whole))
+    return monthly | (daily & outside)
+
+
+def rollup_months_through() -> date | None:
+    """The first day of the last month whose monthly rows are built."""
+    state = UsageRollupState.objects.order_by("id").first()
+    return state.months_through if state else None
+
+
 def last_final_day(now: datetime | None = None) -> date:
     """The last UTC day no row of which can still change."""
     now = now or datetime.now(UTC)
@@ -116,7 +229,7 @@ def last_final_day(now: datetime | None = None) -> date:
 
 
 def rollup_through_day() -> date | None:
-    """The last day the rollups cover (None: no rollup; read Activity rows only)."""
+    """The last day the daily rollups cover (None: no rollup; read Activity rows only)."""
     state = UsageRollupState.objects.order_by("id").first()
     return state.through_day if state else None
 
@@ -141,6 +254,7 @@ def rollup_refresh(*, now: datetime | None = None, max_days: int | None = None) 
         _set_through(day)
         rolled.append(day)
         day += timedelta(days=1)
+    _roll_months()
     return rolled
 
 
@@ -155,6 +269,12 @@ def rollup_rebuild(*, date_from: date, date_to: date) -> int:
         rollup_day(day)
         day += timedelta(days=1)
         count += 1
+    months_through = rollup_months_through()
+    month = date_from.replace(day=1)
+    while months_through is not None and month <= min(date_to, months_through):
+        rollup_month(month)  # its daily rows changed
+        month = month_end(month) + timedelta(days=1)
+    _roll_months()
     return count
 
 

@@ -455,15 +455,22 @@ def _rolled_annotations(field: str, *, since: datetime, previous: datetime | Non
     ``calls_total``, ``spend_total``, ``spend_month`` (from ``since``) and, with
     ``previous``, ``spend_last_month`` (from ``previous`` to ``since``)."""
     from .models import UsageDaily
-    from .rollups import rollup_through_day
+    from .rollups import rolled_rows, rollup_state
 
-    through = rollup_through_day()
-    rolled = UsageDaily.objects.filter(**{field: OuterRef("pk")}, day__lte=through or date.min)
+    through, months_through = rollup_state()
+    rolled = UsageDaily.objects.filter(**{field: OuterRef("pk")})
     recent = Activity.objects.filter(**{field: OuterRef("pk")})
     if through is not None:
         recent = recent.filter(created_at__gte=day_start(through + timedelta(days=1)))
     else:
         rolled = rolled.none()
+
+    def rolled_days(start: date | None, end: date | None = None) -> Q:
+        """Rollup rows of [start, end) within the rolled days."""
+        if through is None:
+            return Q()
+        last = min(end - timedelta(days=1), through) if end else through
+        return rolled_rows(start, last, months_through)
 
     def total(queryset: QuerySet, value, output) -> Coalesce:
         sub = queryset.order_by().values(field).annotate(v=value).values("v")[:1]
@@ -473,18 +480,19 @@ def _rolled_annotations(field: str, *, since: datetime, previous: datetime | Non
     calls = IntegerField()
 
     def spend(start: datetime | None, end: datetime | None = None):
-        days, rows = Q(), Q()
+        days = rolled_days(start.date() if start else None, end.date() if end else None)
+        rows = Q()
         if start:
-            days &= Q(day__gte=start.date())
             rows &= Q(created_at__gte=start)
         if end:
-            days &= Q(day__lt=end.date())
             rows &= Q(created_at__lt=end)
         return total(rolled.filter(days), Sum("cost_usd"), usd) + total(
             recent.filter(rows), Sum("cost_usd"), usd
         )
 
-    count = total(rolled, Sum("calls"), calls) + total(recent, Count("id"), calls)
+    count = total(rolled.filter(rolled_days(None)), Sum("calls"), calls) + total(
+        recent, Count("id"), calls
+    )
     annotations = {"spend_total": spend(None), "spend_month": spend(since)}
     if previous is not None:
         annotations["calls"] = count
@@ -512,17 +520,20 @@ class _Split:
     recent: QuerySet  # Activity rows not covered by ``rolled``
 
 
-def _split(organisation_id: int, filters: ActivityFilters | None) -> _Split:
+def _split(
+    organisation_id: int, filters: ActivityFilters | None, *, monthly: bool = True
+) -> _Split:
+    """``monthly=False``: daily rollup rows only (for per-day groups)."""
     from .models import TtftDaily, UsageDaily
-    from .rollups import rollup_through_day
+    from .rollups import rolled_rows, rollup_state
 
     filters = filters or ActivityFilters()
     raw = activity_list(organisation_id=organisation_id, filters=filters).order_by()
-    through = rollup_through_day() if organisation_id else None
+    through, months_through = rollup_state() if organisation_id else (None, None)
     if through is None or filters.request_id or (filters.date_from and filters.date_from > through):
         return _Split(None, None, raw)
     last = min(filters.date_to, through) if filters.date_to else through
-    days = Q(day__lte=last) & (Q(day__gte=filters.date_from) if filters.date_from else Q())
+    days = rolled_rows(filters.date_from, last, months_through if monthly else None)
     rolled = UsageDaily.objects.filter(days, organisation_id=organisation_id)
     if filters.model:
         rolled = rolled.filter(model_slug=filters.model)
@@ -603,7 +614,8 @@ def _grouped(split: _Split, rolled_fields: tuple, raw_fields: tuple, raw_qs=None
 
 def usage_days(*, organisation_id: int, date_from: date, date_to: date) -> list[dict]:
     """``usage_per_day`` from the rollups (days without calls as zeros)."""
-    split = _split(organisation_id, ActivityFilters(date_from=date_from, date_to=date_to))
+    filters = ActivityFilters(date_from=date_from, date_to=date_to)
+    split = _split(organisation_id, filters, monthly=False)
     recent = split.recent.annotate(day=TruncDate("created_at", tzinfo=UTC))
     groups = _grouped(split, ("day",), ("day",), raw_qs=recent)
     days, day = [], date_from

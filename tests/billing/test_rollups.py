@@ -20,6 +20,7 @@ from billing.models import Activity, ApiKey, TtftDaily, UsageDaily
 from billing.rollups import (
     last_final_day,
     rollup_day,
+    rollup_months_through,
     rollup_rebuild,
     rollup_refresh,
     rollup_through_day,
@@ -182,7 +183,31 @@ def test_reads_from_rollups_match_the_rows(ledger):
     assert UsageDaily.objects.filter(organisation=a.organisation).exists()
     assert TtftDaily.objects.filter(organisation=a.organisation).exists()
     assert not UsageDaily.objects.filter(day__gte=NOW.date()).exists()
+    # Whole months are summed into monthly rows: December to February here.
+    assert rollup_months_through() == NOW.date().replace(month=2, day=1)
+    months = set(UsageDaily.objects.filter(monthly=True).values_list("day", flat=True))
+    assert NOW.date().replace(month=1, day=1) in months
+    assert TtftDaily.objects.filter(monthly=True).exists()
     _assert_reads_match_rows(a, b)
+
+
+def test_a_monthly_row_is_what_is_read_for_a_whole_month(ledger):
+    a, _ = ledger
+    rollup_refresh(now=NOW)
+    january = ActivityFilters(date_from=NOW.date().replace(month=1, day=1),
+                              date_to=NOW.date().replace(month=1, day=31))  # fmt: skip
+    org = a.organisation.id
+    before = selectors.usage_totals(organisation_id=org, filters=january)
+    UsageDaily.objects.filter(organisation_id=org, monthly=False, day__month=1).update(calls=0)
+    assert selectors.usage_totals(organisation_id=org, filters=january) == before
+    # A range starting mid-month reads that month's days, not its monthly row.
+    mid = ActivityFilters(date_from=NOW.date().replace(month=1, day=2), date_to=january.date_to)
+    assert selectors.usage_totals(organisation_id=org, filters=mid)["calls"] == 0
+    # A correction of the days rebuilds the month too.
+    rollup_rebuild(date_from=january.date_from, date_to=january.date_to)
+    assert _n(selectors.usage_totals(organisation_id=org, filters=mid)["calls"]) > 0
+    after = selectors.usage_totals(organisation_id=org, filters=january)
+    assert _n(tuple(after.values())) == _n(tuple(before.values()))
 
 
 def test_a_rollup_is_what_is_read(ledger):
@@ -190,7 +215,10 @@ def test_a_rollup_is_what_is_read(ledger):
     a, _ = ledger
     rollup_refresh(now=NOW)
     before = selectors.usage_totals(organisation_id=a.organisation.id)
-    row = UsageDaily.objects.filter(organisation=a.organisation).first()
+    # A day of the month still open (whole months are read from their monthly rows).
+    row = UsageDaily.objects.filter(
+        organisation=a.organisation, monthly=False, day__gte=NOW.date().replace(day=1)
+    ).first()
     UsageDaily.objects.filter(id=row.id).update(calls=row.calls + 1000)
     assert selectors.usage_totals(organisation_id=a.organisation.id)["calls"] == (
         before["calls"] + 1000
