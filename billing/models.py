@@ -269,7 +269,10 @@ class UsageDaily(models.Model):
     cost_with_cheapest_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
 
     class Meta:
-        indexes = [models.Index(fields=["organisation", "day"], name="usagedaily_org_day")]
+        indexes = [
+            models.Index(fields=["organisation", "monthly", "day"], name="usagedaily_org_day"),
+            models.Index(fields=["api_key", "monthly", "day"], name="usagedaily_key_day"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.day} {self.model_slug} {self.provider_slug} {self.status}: {self.calls}"
@@ -290,7 +293,9 @@ class TtftDaily(models.Model):
     monthly = models.BooleanField(default=False)  # as UsageDaily.monthly
 
     class Meta:
-        indexes = [models.Index(fields=["organisation", "day"], name="ttftdaily_org_day")]
+        indexes = [
+            models.Index(fields=["organisation", "monthly", "day"], name="ttftdaily_org_day")
+        ]
 
     def __str__(self) -> str:
         return (

@@ -210,9 +210,12 @@ def rolled_rows(date_from: date | None, last: date, months_through: date | None)
     last_whole = min(last_whole, months_through)
     if first > last_whole:
         return daily
-    monthly = Q(monthly=True, day__gte=first, day__lte=last_whole)
-    outside = Q(day__lt=first) | Q(day__gt=month_end(last_whole))
-    return monthly | (daily & outside)
+    # Three index ranges: days before the whole months, the months, days after them.
+    return (
+        Q(monthly=False, day__gte=start, day__lt=first)
+        | Q(monthly=True, day__gte=first, day__lte=last_whole)
+        | Q(monthly=False, day__gt=month_end(last_whole), day__lte=last)
+    )
 
 
 def rollup_months_through() -> date | None:
