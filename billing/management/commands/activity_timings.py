@@ -83,6 +83,9 @@ def reads(organisation: Organisation) -> list[tuple[str, Callable[[], object]]]:
          lambda: selectors.usage_totals(organisation_id=org, filters=week)),
         ("activity: request id", lambda: first_page(
             ActivityFilters(request_id=last.request_id if last else "none"))),
+        ("activity: one call's detail (with its attempts)", lambda: (
+            selectors.activity_get(organisation_id=org, request_id=last.request_id).attempts.all()
+            if last else None)),
         ("usage: 30 days (totals, day, model, provider, key, TTFT p50/p90)",
          lambda: usage(month)),
         ("usage: TTFT p50/p90 only, 30 days",
