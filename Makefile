@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint format bench simulate agents-check fleet fleet-check venv deps dev-deps migrate clean
+.PHONY: run test lint format bench sizing activity-timings simulate agents-check fleet fleet-check venv deps dev-deps migrate clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,17 @@ format: dev-deps
 bench: migrate
 	$(PY) -m routing.core.bench
 	$(PY) manage.py bench_overhead $(BENCH_ARGS)
+
+## Sizing: req/s per gateway worker and per core, 1 and 2 workers, streamed and JSON
+## replies, 3 runs each (docs/operations.md, "Sizing").
+sizing: migrate
+	$(PY) manage.py bench_sizing $(SIZING_ARGS)
+
+## Dashboard reads at volume: `make activity-timings ORG=acme` (seed first with
+## `manage.py seed_activity --organisation acme --rows 10000000`; docs/operations.md).
+activity-timings: migrate
+	$(PY) manage.py rollup_usage
+	$(PY) manage.py activity_timings --organisation $(ORG) $(TIMINGS_ARGS)
 
 ## The fleet on one machine (PostgreSQL + Redis + nginx): run it, or run its test and
 ## print the figures (docs/operations.md, "Fleet").

@@ -102,8 +102,10 @@ class ActivityListApi(APIView):
         limit = _limit(params.get("limit"))
         after = decode_cursor(params["cursor"]) if params.get("cursor") else None
         queryset = selectors.activity_list(organisation_id=organisation_id, filters=form.filters())
-        rows, has_more = selectors.activity_page_after(queryset, after=after, limit=limit)
-        totals = selectors.activity_totals(queryset)
+        totals = selectors.usage_totals(organisation_id=organisation_id, filters=form.filters())
+        rows, has_more = [], False  # no scan for a filter combination without rows
+        if totals["calls"]:
+            rows, has_more = selectors.activity_page_after(queryset, after=after, limit=limit)
         savings = totals["savings"]
         last = rows[-1] if rows else None
         return Response(

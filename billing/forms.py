@@ -9,7 +9,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from .models import Activity, Membership
-from .selectors import ActivityFilters, activity_filter_choices, api_key_choices
+from .selectors import ActivityFilters, api_key_choices, filter_choices
 
 
 class DateInput(forms.DateInput):
@@ -57,7 +57,7 @@ class ActivityFilterForm(forms.Form):
 
     def __init__(self, data=None, *, organisation_id: int):
         super().__init__(data)
-        choices = activity_filter_choices(organisation_id=organisation_id)
+        choices = filter_choices(organisation_id=organisation_id)
         self.fields["model"].choices = [("", "All models")] + [(m, m) for m in choices["models"]]
         self.fields["provider"].choices = [("", "All providers")] + [
             (p, p) for p in choices["providers"]

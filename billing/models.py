@@ -131,8 +131,16 @@ class Activity(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The Activity list's first pages and filters (docs/operations.md, "Activity at
+        # 10 million rows"): newest first within the organisation, then by filter.
         indexes = [
-            models.Index(fields=["organisation", "-created_at"]),
+            models.Index(fields=["organisation", "-created_at", "-id"], name="activity_org_newest"),
+            models.Index(fields=["organisation", "status", "-created_at"],
+                         name="activity_org_status"),
+            models.Index(fields=["organisation", "model_slug", "provider_slug", "-created_at"],
+                         name="activity_org_model"),
+            models.Index(fields=["organisation", "provider_slug", "-created_at"],
+                         name="activity_org_provider"),
             models.Index(fields=["api_key", "created_at"]),  # a key's monthly spend
             # The reconciler's scan: only the (few) pending rows, whatever the table size.
             models.Index(
@@ -140,7 +148,7 @@ class Activity(models.Model):
                 condition=models.Q(status="pending"),
                 name="activity_pending_created",
             ),
-        ]
+        ]  # fmt: skip
         verbose_name_plural = "activities"
 
     def __str__(self) -> str:
@@ -285,3 +293,77 @@ class SpendAlert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scope} {self.period} {self.threshold}%"
+
+
+class UsageDaily(models.Model):
+    """Activity pre-aggregated per organisation, UTC day, key, model, provider and status
+    (docs/operations.md, "Activity at 10 million rows"). Built by ``billing.rollups`` for
+    days that can no longer change; the dashboard reads these for the days up to
+    ``UsageRollupState.through_day`` and the Activity rows for the days after."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, related_name="+")
+    model_slug = models.CharField(max_length=128)
+    provider_slug = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=16)
+    calls = models.BigIntegerField()
+    cost_usd = models.DecimalField(max_digits=24, decimal_places=10)
+    prompt_tokens = models.BigIntegerField()
+    cached_tokens = models.BigIntegerField()
+    completion_tokens = models.BigIntegerField()
+    estimated = models.BigIntegerField()  # calls whose usage was estimated
+    # A month's row (``day`` is its first day): the sum of that month's daily rows, read
+    # instead of them when a range covers the whole month.
+    monthly = models.BooleanField(default=False)
+    # Savings sums, as billing.selectors._savings_sums (null when no call knew them).
+    list_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+    cost_with_list_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+    cheapest_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+    cost_with_cheapest_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["organisation", "monthly", "day"], name="usagedaily_org_day"),
+            models.Index(fields=["api_key", "monthly", "day"], name="usagedaily_key_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.model_slug} {self.provider_slug} {self.status}: {self.calls}"
+
+
+class TtftDaily(models.Model):
+    """How many calls of an organisation had each (rounded) time to first token, per UTC
+    day, serving provider and prompt bucket: the TTFT percentiles of the Usage page
+    without reading every call. ``ttft_ms`` is rounded to two significant digits (values
+    under 100 ms exact), so a percentile is within 5 % of the exact one."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    provider_slug = models.CharField(max_length=64)
+    prompt_bucket = models.CharField(max_length=16)
+    ttft_ms = models.PositiveIntegerField()
+    calls = models.BigIntegerField()
+    monthly = models.BooleanField(default=False)  # as UsageDaily.monthly
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["organisation", "monthly", "day"], name="ttftdaily_org_day")
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.day} {self.provider_slug} {self.prompt_bucket} {self.ttft_ms} ms: {self.calls}"
+        )
+
+
+class UsageRollupState(models.Model):
+    """One row: the last UTC day whose rollups are built (null: none yet), and the first
+    day of the last month whose monthly rows are built (null: none)."""
+
+    through_day = models.DateField(null=True)
+    months_through = models.DateField(null=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"rolled through {self.through_day}"

@@ -11,7 +11,17 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import Count, DecimalField, Max, Q, QuerySet, Sum, Value
+from django.db.models import (
+    Count,
+    DecimalField,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce, TruncDate
 from django.http import Http404
 
@@ -350,14 +360,10 @@ def ttft_by_bucket(queryset: QuerySet) -> list[dict]:
 
 def api_key_list(*, organisation_id: int, now: datetime | None = None) -> QuerySet:
     """The organisation's keys with ``spend_month`` (this calendar month, UTC),
-    ``spend_total`` and ``calls_total``."""
+    ``spend_total`` and ``calls_total`` (from the daily rollups and the recent rows)."""
     since = month_start(now)
     return for_organisation(ApiKey, organisation_id).annotate(
-        spend_month=Coalesce(
-            Sum("activity__cost_usd", filter=Q(activity__created_at__gte=since)), _ZERO_USD
-        ),
-        spend_total=Coalesce(Sum("activity__cost_usd"), _ZERO_USD),
-        calls_total=Count("activity"),
+        **_rolled_annotations("api_key_id", since=since)
     )
 
 
@@ -441,26 +447,14 @@ def invitation_get(*, organisation_id: int, invitation_id: int) -> Invitation:
 
 def organisation_spend(*, now: datetime | None = None) -> QuerySet:
     """Every organisation with its calls, all-time spend, this month's and last month's
-    spend (UTC) and last call. Staff only: this is the one cross-tenant read."""
+    spend (UTC) and last call. Staff only: this is the one cross-tenant read. The sums
+    come from the daily rollups and the rows after them (one subquery each)."""
     this_month = month_start(now)
     last_month = month_start(this_month - timedelta(days=1))
+    last_call = Activity.objects.filter(organisation_id=OuterRef("pk")).order_by("-created_at")
     return Organisation.objects.annotate(
-        calls=Count("activities"),
-        spend_total=Coalesce(Sum("activities__cost_usd"), _ZERO_USD),
-        spend_month=Coalesce(
-            Sum("activities__cost_usd", filter=Q(activities__created_at__gte=this_month)),
-            _ZERO_USD,
-        ),
-        spend_last_month=Coalesce(
-            Sum(
-                "activities__cost_usd",
-                filter=Q(
-                    activities__created_at__gte=last_month, activities__created_at__lt=this_month
-                ),
-            ),
-            _ZERO_USD,
-        ),
-        last_call_at=Max("activities__created_at"),
+        **_rolled_annotations("organisation_id", since=this_month, previous=last_month),
+        last_call_at=Subquery(last_call.values("created_at")[:1]),
     )
 
 
@@ -477,3 +471,264 @@ def spend_since(*, organisation_id: int, api_key_id: int | None, since: datetime
 def spend_alerts_recent(*, organisation_id: int, since: datetime) -> QuerySet:
     """The organisation's spend alerts raised from ``since`` on, newest first."""
     return for_organisation(SpendAlert, organisation_id).filter(created_at__gte=since)
+
+
+def _rolled_annotations(field: str, *, since: datetime, previous: datetime | None = None) -> dict:
+    """Per-row subqueries (``field`` = OuterRef("pk")) of calls and spend: ``calls``/
+    ``calls_total``, ``spend_total``, ``spend_month`` (from ``since``) and, with
+    ``previous``, ``spend_last_month`` (from ``previous`` to ``since``)."""
+    from .models import UsageDaily
+    from .rollups import rolled_rows, rollup_state
+
+    through, months_through = rollup_state()
+    rolled = UsageDaily.objects.filter(**{field: OuterRef("pk")})
+    recent = Activity.objects.filter(**{field: OuterRef("pk")})
+    if through is not None:
+        recent = recent.filter(created_at__gte=day_start(through + timedelta(days=1)))
+    else:
+        rolled = rolled.none()
+
+    def rolled_days(start: date | None, end: date | None = None) -> Q:
+        """Rollup rows of [start, end) within the rolled days."""
+        if through is None:
+            return Q()
+        last = min(end - timedelta(days=1), through) if end else through
+        return rolled_rows(start, last, months_through)
+
+    def total(queryset: QuerySet, value, output) -> Coalesce:
+        sub = queryset.order_by().values(field).annotate(v=value).values("v")[:1]
+        return Coalesce(Subquery(sub, output_field=output), Value(0), output_field=output)
+
+    usd = DecimalField(max_digits=24, decimal_places=10)
+    calls = IntegerField()
+
+    def spend(start: datetime | None, end: datetime | None = None):
+        days = rolled_days(start.date() if start else None, end.date() if end else None)
+        rows = Q()
+        if start:
+            rows &= Q(created_at__gte=start)
+        if end:
+            rows &= Q(created_at__lt=end)
+        return total(rolled.filter(days), Sum("cost_usd"), usd) + total(
+            recent.filter(rows), Sum("cost_usd"), usd
+        )
+
+    count = total(rolled.filter(rolled_days(None)), Sum("calls"), calls) + total(
+        recent, Count("id"), calls
+    )
+    annotations = {"spend_total": spend(None), "spend_month": spend(since)}
+    if previous is not None:
+        annotations["calls"] = count
+        annotations["spend_last_month"] = spend(previous, since)
+    else:
+        annotations["calls_total"] = count
+    return annotations
+
+
+# --- Rolled-up reads (docs/operations.md, "Activity at 10 million rows") ---------------
+#
+# Totals, charts and percentiles read the daily rollups (billing.rollups) for the days
+# they cover and the Activity rows only for the days after: the same figures as the
+# queryset functions above (which read every row), in a time that does not grow with
+# the organisation's history. TTFT percentiles are over values rounded to two
+# significant digits (within 5 % of the exact ones).
+
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """The rollup rows and the Activity rows that together make one filtered range."""
+
+    rolled: QuerySet | None  # UsageDaily
+    ttft_rolled: QuerySet | None  # TtftDaily (None: read TTFTs from ``recent``)
+    recent: QuerySet  # Activity rows not covered by ``rolled``
+
+
+def _split(
+    organisation_id: int, filters: ActivityFilters | None, *, monthly: bool = True
+) -> _Split:
+    """``monthly=False``: daily rollup rows only (for per-day groups)."""
+    from .models import TtftDaily, UsageDaily
+    from .rollups import rolled_rows, rollup_state
+
+    filters = filters or ActivityFilters()
+    raw = activity_list(organisation_id=organisation_id, filters=filters).order_by()
+    through, months_through = rollup_state() if organisation_id else (None, None)
+    if through is None or filters.request_id or (filters.date_from and filters.date_from > through):
+        return _Split(None, None, raw)
+    last = min(filters.date_to, through) if filters.date_to else through
+    days = rolled_rows(filters.date_from, last, months_through if monthly else None)
+    rolled = UsageDaily.objects.filter(days, organisation_id=organisation_id)
+    if filters.model:
+        rolled = rolled.filter(model_slug=filters.model)
+    if filters.provider:
+        rolled = rolled.filter(provider_slug=filters.provider)
+    if filters.api_key_id is not None:
+        rolled = rolled.filter(api_key_id=filters.api_key_id)
+    if filters.status:
+        rolled = rolled.filter(status=filters.status)
+    ttft_rolled = None
+    if not (filters.model or filters.api_key_id is not None or filters.status):
+        ttft_rolled = TtftDaily.objects.filter(days, organisation_id=organisation_id)
+        if filters.provider:
+            ttft_rolled = ttft_rolled.filter(provider_slug=filters.provider)
+    recent = raw.filter(created_at__gte=day_start(through + timedelta(days=1)))
+    return _Split(rolled.order_by(), ttft_rolled, recent)
+
+
+_SUM_KEYS = ("calls", "cost", "prompt", "cached", "completion", "estimated", "list_cost",
+             "cost_with_list", "cheapest_cost", "cost_with_cheapest")  # fmt: skip
+
+
+def _rolled_sums() -> dict:
+    return {
+        "calls": Sum("calls"), "cost": Sum("cost_usd"), "prompt": Sum("prompt_tokens"),
+        "cached": Sum("cached_tokens"), "completion": Sum("completion_tokens"),
+        "estimated": Sum("estimated"), "list_cost": Sum("list_cost_usd"),
+        "cost_with_list": Sum("cost_with_list_usd"), "cheapest_cost": Sum("cheapest_cost_usd"),
+        "cost_with_cheapest": Sum("cost_with_cheapest_usd"),
+    }  # fmt: skip
+
+
+def _raw_sums() -> dict:
+    return {
+        "calls": Count("id"), "cost": Sum("cost_usd"), "prompt": Sum("prompt_tokens"),
+        "cached": Sum("cached_tokens"), "completion": Sum("completion_tokens"),
+        "estimated": Count("id", filter=Q(usage_estimated=True)), **_savings_sums(),
+    }  # fmt: skip
+
+
+def _add(a: dict | None, b: dict | None) -> dict:
+    """Sum two aggregated rows key by key; a null sum stays null only if both are."""
+    out = {}
+    for key in _SUM_KEYS:
+        x, y = (a or {}).get(key), (b or {}).get(key)
+        out[key] = y if x is None else x if y is None else x + y
+    return out
+
+
+def _finish(row: dict) -> dict:
+    row["calls"] = row["calls"] or 0
+    row["cost"] = Decimal(row["cost"] or 0)
+    for name in ("prompt", "cached", "completion", "estimated"):
+        row[name] = row[name] or 0
+    row["savings"] = _savings_of(row)
+    return row
+
+
+def usage_totals(*, organisation_id: int, filters: ActivityFilters | None = None) -> dict:
+    """``activity_totals`` of the filtered calls, from the rollups where they apply."""
+    split = _split(organisation_id, filters)
+    rolled = split.rolled.aggregate(**_rolled_sums()) if split.rolled is not None else None
+    return _finish(_add(rolled, split.recent.aggregate(**_raw_sums())))
+
+
+def _grouped(split: _Split, rolled_fields: tuple, raw_fields: tuple, raw_qs=None) -> dict:
+    """Sums per group key (a tuple of the fields' values), rolled and recent added."""
+    groups: dict[tuple, dict] = {}
+    if split.rolled is not None:
+        for row in split.rolled.values(*rolled_fields).annotate(**_rolled_sums()):
+            groups[tuple(row[f] for f in rolled_fields)] = row
+    recent = raw_qs if raw_qs is not None else split.recent
+    for row in recent.values(*raw_fields).annotate(**_raw_sums()):
+        key = tuple(row[f] for f in raw_fields)
+        groups[key] = _add(groups.get(key), row)
+    return groups
+
+
+def usage_days(*, organisation_id: int, date_from: date, date_to: date) -> list[dict]:
+    """``usage_per_day`` from the rollups (days without calls as zeros)."""
+    filters = ActivityFilters(date_from=date_from, date_to=date_to)
+    split = _split(organisation_id, filters, monthly=False)
+    recent = split.recent.annotate(day=TruncDate("created_at", tzinfo=UTC))
+    groups = _grouped(split, ("day",), ("day",), raw_qs=recent)
+    days, day = [], date_from
+    while day <= date_to:
+        row = _finish(_add(groups.get((day,)), None))
+        row.pop("estimated")
+        days.append({**row, "day": day})
+        day += timedelta(days=1)
+    return days
+
+
+def usage_by(*, organisation_id: int, filters: ActivityFilters | None, by: str) -> list[dict]:
+    """``usage_per_model`` (``by="model_slug"``), ``usage_per_provider``
+    (``"provider_slug"``) or ``usage_per_key`` (``"api_key"``: rows carry
+    ``api_key_id`` and ``api_key__name``) from the rollups, dearest first."""
+    split = _split(organisation_id, filters)
+    fields = ("api_key_id",) if by == "api_key" else (by,)
+    rows = []
+    for key, row in _grouped(split, fields, fields).items():
+        row = _finish(_add(row, None))
+        row.pop("estimated")
+        rows.append({**row, **dict(zip(fields, key, strict=True))})
+    if by == "api_key":
+        names = dict(
+            ApiKey.objects.filter(id__in=[r["api_key_id"] for r in rows if r["api_key_id"]])
+            .values_list("id", "name")
+        )  # fmt: skip
+        for row in rows:
+            row["api_key__name"] = names.get(row["api_key_id"])
+        label = "api_key__name"
+    else:
+        label = by
+    return sorted(rows, key=lambda row: (-row["cost"], -row["calls"], str(row[label])))
+
+
+def percentile_of_counts(counts: list[tuple[int, int]], share: float) -> int:
+    """Nearest-rank percentile of values given as (value, how many) pairs."""
+    ordered = sorted(counts)
+    total = sum(n for _, n in ordered)
+    rank, seen = max(1, math.ceil(share * total)), 0
+    for value, n in ordered:
+        seen += n
+        if seen >= rank:
+            return value
+    raise ValueError("no values")
+
+
+def usage_ttft(*, organisation_id: int, filters: ActivityFilters | None = None) -> list[dict]:
+    """``ttft_by_bucket``'s shape from the rollups: p50/p90 over TTFTs rounded to two
+    significant digits (``billing.rollups.ttft_rounded``), counted in the database."""
+    from .rollups import ttft_rounded
+
+    split = _split(organisation_id, filters)
+    counts: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    if split.ttft_rolled is not None:
+        rolled = split.ttft_rolled.values_list("provider_slug", "prompt_bucket", "ttft_ms")
+        for provider, bucket, value, n in rolled.annotate(n=Sum("calls")):
+            counts[(provider, bucket)][value] += n
+        recent = split.recent
+    else:
+        recent = activity_list(organisation_id=organisation_id, filters=filters).order_by()
+    recent_counts = (
+        recent.filter(ttft_ms__isnull=False)
+        .exclude(provider_slug="")
+        .exclude(prompt_bucket="")
+        .annotate(rounded=ttft_rounded())
+        .values_list("provider_slug", "prompt_bucket", "rounded")
+        .annotate(n=Count("id"))
+    )
+    for provider, bucket, value, n in recent_counts:
+        counts[(provider, bucket)][value] += n
+    providers: dict[str, dict] = {}
+    for (provider, bucket), values in counts.items():
+        pairs = list(values.items())
+        providers.setdefault(provider, {})[bucket] = {
+            "median_ms": percentile_of_counts(pairs, 0.5),
+            "p90_ms": percentile_of_counts(pairs, 0.9),
+            "calls": sum(values.values()),
+        }
+    return [{"provider": p, "buckets": providers[p]} for p in sorted(providers)]
+
+
+def filter_choices(*, organisation_id: int) -> dict[str, list[str]]:
+    """``activity_filter_choices`` from the rollups and the recent rows."""
+    split = _split(organisation_id, None)
+    models, providers = set(), set()
+    for part in (split.rolled, split.recent):
+        if part is None:
+            continue
+        models.update(part.values_list("model_slug", flat=True).distinct())
+        providers.update(part.exclude(provider_slug="").values_list("provider_slug", flat=True)
+                         .distinct())  # fmt: skip
+    return {"models": sorted(models), "providers": sorted(providers)}

@@ -40,3 +40,12 @@ def spend_alerts_deliver_task() -> int:
         delivered_at=None, created_at__gte=since
     )
     return sum(spend_alert_deliver(alert=alert) for alert in pending[:100])
+
+
+@shared_task(name="billing.usage_rollup")
+def usage_rollup_task() -> int:
+    """Roll every finished UTC day not rolled yet into the usage rollups (idempotent;
+    at most 31 days a run, so a first run on a large ledger is spread over hours)."""
+    from .rollups import rollup_refresh
+
+    return len(rollup_refresh(max_days=31))

@@ -88,6 +88,11 @@ if "postgresql" in DATABASES["default"]["ENGINE"]:
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT_S", default=5)
     )
+    # No JIT: the dashboard's reads are short, and PostgreSQL's cost-based JIT spent
+    # 1.5 s compiling the staff spend report's subqueries to run them in 0.1 s
+    # (docs/operations.md, "Activity at 10 million rows"). DATABASE_JIT=true restores it.
+    if not env.bool("DATABASE_JIT", default=False):
+        DATABASES["default"]["OPTIONS"].setdefault("options", "-c jit=off")
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL, a busy timeout and IMMEDIATE transactions let the gateway's writer threads,
     # the worker and beat share the file without "database is locked".
@@ -384,6 +389,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.activity_reconcile",
         "schedule": UBERLLM["RECONCILE_EVERY_S"],
         "options": {"expires": UBERLLM["RECONCILE_EVERY_S"]},
+    },
+    # Ledger: roll finished days into the daily usage rollups (billing.rollups).
+    "usage-rollup": {
+        "task": "billing.usage_rollup",
+        "schedule": crontab(minute=20),
+        "options": {"expires": 3600},
     },
     # R3.4: open each UTC day's hedge budget at 00:00 (and every hour, harmlessly).
     "hedge-budget-open-day": {

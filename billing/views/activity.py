@@ -44,11 +44,21 @@ def activity_list_view(request: HttpRequest) -> HttpResponse:
     if form.rejected:
         context.update(_rejected_context(request, form))
         return render(request, "dashboard/activity.html", context)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    if form.is_valid():  # totals from the daily rollups (docs/operations.md)
+        totals = selectors.usage_totals(
+            organisation_id=request.organisation.id, filters=form.filters()
+        )
+    else:
+        totals = selectors.activity_totals(queryset)
+    # The totals' count is the rows' count: no COUNT(*) over every row, and no scan for
+    # rows of a filter combination that has none.
+    paginator = Paginator(queryset if totals["calls"] else queryset.none(), PAGE_SIZE)
+    paginator.count = totals["calls"]
+    page = paginator.get_page(request.GET.get("page"))
     for activity in page:
         activity.savings = activity_savings(activity)
     context["page"] = page
-    context["totals"] = selectors.activity_totals(queryset)
+    context["totals"] = totals
     context["any_estimated"] = any(activity.usage_estimated for activity in page)
     return render(request, "dashboard/activity.html", context)
 

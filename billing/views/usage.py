@@ -33,19 +33,20 @@ def _date_range(form: UsageRangeForm):
 
 def _usage(request: HttpRequest, form: UsageRangeForm) -> dict:
     date_from, date_to = _date_range(form)
-    queryset = selectors.activity_list(
-        organisation_id=request.organisation.id,
-        filters=selectors.ActivityFilters(date_from=date_from, date_to=date_to),
-    )
+    organisation_id = request.organisation.id
+    filters = selectors.ActivityFilters(date_from=date_from, date_to=date_to)
+    scope = {"organisation_id": organisation_id, "filters": filters}
     return {
         "date_from": date_from,
         "date_to": date_to,
-        "totals": selectors.activity_totals(queryset),
-        "per_day": selectors.usage_per_day(queryset, date_from=date_from, date_to=date_to),
-        "per_model": selectors.usage_per_model(queryset),
-        "per_provider": selectors.usage_per_provider(queryset),
-        "per_key": selectors.usage_per_key(queryset),
-        "ttft": selectors.ttft_by_bucket(queryset),
+        "totals": selectors.usage_totals(**scope),
+        "per_day": selectors.usage_days(
+            organisation_id=organisation_id, date_from=date_from, date_to=date_to
+        ),
+        "per_model": selectors.usage_by(**scope, by="model_slug"),
+        "per_provider": selectors.usage_by(**scope, by="provider_slug"),
+        "per_key": selectors.usage_by(**scope, by="api_key"),
+        "ttft": selectors.usage_ttft(**scope),
     }
 
 

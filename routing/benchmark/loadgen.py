@@ -8,7 +8,8 @@ soon as the previous response ended. Raw asyncio protocol (uvloop when installed
 httptools' C parser: no client library, so a request costs the generator a few tens of
 microseconds. It prints one JSON object: completed requests in the measured window,
 requests/s, time to first token (the first body bytes carrying a non-empty
-``"content"``), total time, and for each watched process tree its CPU seconds and peak
+``"content"``; ``--plain`` for non-streamed JSON replies, which end without
+``[DONE]``), total time, and for each watched process tree its CPU seconds and peak
 RSS over the window (read from /proc), plus the generator's own CPU use.
 """
 
@@ -45,6 +46,7 @@ class Exchange(asyncio.Protocol):
         self.first: float | None = None
         self.scan = b""
         self.tail = b""
+        self.plain = False  # a JSON (non-streamed) reply: complete without [DONE]
 
     # asyncio protocol
     def connection_made(self, transport) -> None:
@@ -83,7 +85,7 @@ class Exchange(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         if self.waiter is not None and not self.waiter.done():
-            ok = self.status == 200 and DONE in self.tail
+            ok = self.status == 200 and (self.plain or DONE in self.tail)
             self.waiter.set_result((self.status, ok, self.first, perf()))
         if not self.parser.should_keep_alive():
             self.transport.close()
@@ -123,6 +125,7 @@ class Run:
             if conn is None or conn.closed:
                 try:
                     _, conn = await loop.create_connection(Exchange, self.host, self.port)
+                    conn.plain = self.args.plain
                 except OSError as exc:
                     self._error(f"connect: {exc.__class__.__name__}")
                     conn = None
@@ -225,6 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--drain", type=float, default=30.0, help="max wait for in-flight")
     parser.add_argument("--watch", action="append", default=[], help="name=PID (a tree)")
+    parser.add_argument("--plain", action="store_true", help="JSON replies (no [DONE])")
     args = parser.parse_args(argv)
     try:
         import uvloop

@@ -248,14 +248,17 @@ class Bench:
         url = f"http://127.0.0.1:{self.ports[LITELLM]}/v1/chat/completions"
         return url, [f"Authorization: Bearer {LITELLM_MASTER_KEY}"], self.procs[LITELLM].pid
 
-    def cell(self, name: str, concurrency: int) -> dict:
+    def cell(self, name: str, concurrency: int, body: dict | None = None) -> dict:
         url, headers, pid = self.target(name)
+        body = body or REQUEST
         argv = [sys.executable, "-m", "routing.benchmark.loadgen", "--url", url,
-                "--body", json.dumps(REQUEST), "-c", str(concurrency),
+                "--body", json.dumps(body), "-c", str(concurrency),
                 "--warmup", str(self.o.warmup), "--duration", str(self.o.duration),
                 "--watch", f"emulator={self.procs['emulator'].pid}"]  # fmt: skip
         for header in headers:
             argv += ["--header", header]
+        if not body.get("stream"):
+            argv.append("--plain")
         if pid:
             argv += ["--watch", f"server={pid}"]
         done = subprocess.run(argv, cwd=self.base_dir, capture_output=True, text=True, check=False)

@@ -29,6 +29,7 @@ def test_the_compose_file_runs_the_tested_fleet():
     assert {"postgres", "redis", "gateway-1", "gateway-2", "worker", "beat", "nginx"} <= set(
         services
     )
+    assert services["rollup"]["command"] == ["python", "manage.py", "rollup_usage"]
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     assert "uvicorn uberllm.lifespan:application" in dockerfile  # the app the fleet runs
     assert "--timeout-graceful-shutdown" in dockerfile

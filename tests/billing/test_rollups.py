@@ -1,0 +1,292 @@
+"""Daily usage rollups (billing/rollups.py) and the reads built on them: the same figures
+as reading every Activity row, whatever the filters and wherever the range crosses the
+last rolled day; the seed and timings commands. Runs on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from billing import selectors
+from billing.management.commands.seed_activity import seed_activity
+from billing.models import Activity, ApiKey, TtftDaily, UsageDaily
+from billing.rollups import (
+    last_final_day,
+    rollup_day,
+    rollup_months_through,
+    rollup_rebuild,
+    rollup_refresh,
+    rollup_through_day,
+    round_ttft,
+)
+from billing.savings import Savings
+from billing.selectors import ActivityFilters
+
+from ..support import make_tenant
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)
+D = Decimal
+
+
+@pytest.fixture
+def ledger():
+    """Two organisations with ~4 months of seeded calls each, plus edge rows for A: a
+    call no provider served, a pending call, calls today (after any rolled day)."""
+    a, b = make_tenant("RollA"), make_tenant("RollB")
+    seed_activity(organisation=a.organisation, rows=1500, months=4, keys=3, batch=700, now=NOW)
+    seed_activity(organisation=b.organisation, rows=400, months=4, keys=2, batch=400, now=NOW)
+    base = {"model_slug": "m/edge", "status": "error", "prompt_bucket": "", "ttft_ms": None,
+            "organisation": a.organisation}  # fmt: skip
+    Activity.objects.create(request_id="edge-1", created_at=NOW - timedelta(days=40), **base)
+    Activity.objects.create(
+        request_id="edge-2", created_at=NOW - timedelta(days=3), provider_slug="alpha",
+        api_key=a.api_key, **{**base, "status": "pending", "ttft_ms": 87},
+    )  # fmt: skip
+    for i in range(3):
+        Activity.objects.create(
+            request_id=f"today-{i}", created_at=NOW - timedelta(minutes=10 * i),
+            provider_slug="bravo", api_key=a.api_key, cost_usd=D("0.5"), prompt_tokens=9,
+            **{**base, "status": "success", "prompt_bucket": "<8k", "ttft_ms": 1234 + i},
+        )  # fmt: skip
+    return a, b
+
+
+def _n(value):
+    """Money compared to 1e-8: SQLite sums decimals as floats, so the order of a sum shows
+    in the 14th digit (PostgreSQL sums exactly)."""
+    if isinstance(value, Decimal):
+        return round(value, 8)
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, Savings):
+        return tuple(_n(v) for v in (value.vs_list, value.vs_list_percent, value.vs_cheapest))
+    if isinstance(value, tuple | list):
+        return tuple(_n(v) for v in value)
+    return value
+
+
+def _raw(organisation_id: int, filters: ActivityFilters | None = None):
+    return selectors.activity_list(organisation_id=organisation_id, filters=filters)
+
+
+def _expected_ttft(queryset) -> dict:
+    """p50/p90 of the rounded TTFTs, nearest rank, from every row (the reference)."""
+    values = defaultdict(list)
+    for provider, bucket, ms in queryset.filter(ttft_ms__isnull=False).values_list(
+        "provider_slug", "prompt_bucket", "ttft_ms"
+    ):
+        if provider and bucket:
+            values[(provider, bucket)].append(round_ttft(ms))
+    out = {}
+    for key, vs in values.items():
+        vs.sort()
+        out[key] = {"median_ms": vs[math.ceil(0.5 * len(vs)) - 1],
+                    "p90_ms": vs[math.ceil(0.9 * len(vs)) - 1], "calls": len(vs)}  # fmt: skip
+    return out
+
+
+def _flat_ttft(rows: list[dict]) -> dict:
+    return {(r["provider"], b): v for r in rows for b, v in r["buckets"].items()}
+
+
+FILTER_CASES = [
+    ActivityFilters(),
+    ActivityFilters(model="deepseek/v4"),
+    ActivityFilters(provider="charlie", status="error"),
+    ActivityFilters(status="cancelled"),
+    ActivityFilters(date_from=(NOW - timedelta(days=50)).date()),
+    ActivityFilters(
+        date_from=(NOW - timedelta(days=90)).date(), date_to=(NOW - timedelta(days=30)).date()
+    ),
+    ActivityFilters(date_from=(NOW - timedelta(days=1)).date(), date_to=NOW.date()),
+    ActivityFilters(request_id="edge-2"),
+]
+
+
+def _assert_reads_match_rows(a, b) -> None:
+    org = a.organisation.id
+    keys = list(ApiKey.objects.filter(organisation_id=org).values_list("id", flat=True))
+    for filters in [*FILTER_CASES, ActivityFilters(api_key_id=keys[1])]:
+        raw = _raw(org, filters)
+        expected = selectors.activity_totals(raw)
+        got = selectors.usage_totals(organisation_id=org, filters=filters)
+        for name in ("calls", "cost", "prompt", "cached", "completion", "estimated"):
+            assert _n(got[name]) == _n(expected[name]), (filters, name)
+        assert _n(got["savings"]) == _n(expected["savings"]), filters
+        for by, old in (("model_slug", selectors.usage_per_model),
+                        ("provider_slug", selectors.usage_per_provider),
+                        ("api_key", selectors.usage_per_key)):  # fmt: skip
+            fields = ("calls", "cost", "prompt", "cached", "completion", "savings")
+            label = "api_key_id" if by == "api_key" else by
+            want = {r[label]: _n(tuple(r[f] for f in fields)) for r in old(raw)}
+            have = selectors.usage_by(organisation_id=org, filters=filters, by=by)
+            assert {r[label]: _n(tuple(r[f] for f in fields)) for r in have} == want, (filters, by)
+            assert [r[label] for r in have] == [r[label] for r in old(raw)], (filters, by)
+        assert _flat_ttft(selectors.usage_ttft(organisation_id=org, filters=filters)) == (
+            _expected_ttft(raw)
+        ), filters
+    date_from, date_to = (NOW - timedelta(days=60)).date(), NOW.date()
+    raw = _raw(org, ActivityFilters(date_from=date_from, date_to=date_to))
+    want = selectors.usage_per_day(raw, date_from=date_from, date_to=date_to)
+    have = selectors.usage_days(organisation_id=org, date_from=date_from, date_to=date_to)
+    fields = ("day", "calls", "cost", "prompt", "cached", "completion", "savings")
+    assert [tuple(r[f] for f in fields) for r in have] == [
+        tuple(r[f] for f in fields) for r in want
+    ]
+    assert selectors.filter_choices(organisation_id=org) == selectors.activity_filter_choices(
+        organisation_id=org
+    )
+    # Keys and the staff spend report: compared with sums of the rows themselves.
+    since = selectors.month_start(NOW)
+    for key in selectors.api_key_list(organisation_id=org, now=NOW):
+        rows = Activity.objects.filter(api_key=key)
+        assert key.calls_total == rows.count()
+        assert _n(key.spend_total) == _n(sum((r.cost_usd for r in rows), D(0)))
+        assert _n(key.spend_month) == _n(
+            sum((r.cost_usd for r in rows if r.created_at >= since), D(0))
+        )
+    last_month = selectors.month_start(since - timedelta(days=1))
+    for organisation in selectors.organisation_spend(now=NOW):
+        rows = list(Activity.objects.filter(organisation=organisation))
+        assert organisation.calls == len(rows)
+        assert _n(organisation.spend_total) == _n(sum((r.cost_usd for r in rows), D(0)))
+        assert _n(organisation.spend_month) == _n(
+            sum((r.cost_usd for r in rows if r.created_at >= since), D(0))
+        )
+        assert _n(organisation.spend_last_month) == _n(
+            sum((r.cost_usd for r in rows if last_month <= r.created_at < since), D(0))
+        )
+        assert organisation.last_call_at == max((r.created_at for r in rows), default=None)
+
+
+def test_reads_without_rollups_are_the_rows(ledger):
+    assert rollup_through_day() is None
+    _assert_reads_match_rows(*ledger)
+
+
+def test_reads_from_rollups_match_the_rows(ledger):
+    a, b = ledger
+    rolled = rollup_refresh(now=NOW)
+    # Rolled: from the first seeded day through the last final day (the day before
+    # yesterday's settle bound), not today, whose rows are still read one by one.
+    assert rolled[-1] == last_final_day(NOW) == NOW.date() - timedelta(days=1)
+    assert rollup_through_day() == rolled[-1]
+    assert UsageDaily.objects.filter(organisation=a.organisation).exists()
+    assert TtftDaily.objects.filter(organisation=a.organisation).exists()
+    assert not UsageDaily.objects.filter(day__gte=NOW.date()).exists()
+    # Whole months are summed into monthly rows: December to February here.
+    assert rollup_months_through() == NOW.date().replace(month=2, day=1)
+    months = set(UsageDaily.objects.filter(monthly=True).values_list("day", flat=True))
+    assert NOW.date().replace(month=1, day=1) in months
+    assert TtftDaily.objects.filter(monthly=True).exists()
+    _assert_reads_match_rows(a, b)
+
+
+def test_a_monthly_row_is_what_is_read_for_a_whole_month(ledger):
+    a, _ = ledger
+    rollup_refresh(now=NOW)
+    january = ActivityFilters(date_from=NOW.date().replace(month=1, day=1),
+                              date_to=NOW.date().replace(month=1, day=31))  # fmt: skip
+    org = a.organisation.id
+    before = selectors.usage_totals(organisation_id=org, filters=january)
+    UsageDaily.objects.filter(organisation_id=org, monthly=False, day__month=1).update(calls=0)
+    assert selectors.usage_totals(organisation_id=org, filters=january) == before
+    # A range starting mid-month reads that month's days, not its monthly row.
+    mid = ActivityFilters(date_from=NOW.date().replace(month=1, day=2), date_to=january.date_to)
+    assert selectors.usage_totals(organisation_id=org, filters=mid)["calls"] == 0
+    # A correction of the days rebuilds the month too.
+    rollup_rebuild(date_from=january.date_from, date_to=january.date_to)
+    assert _n(selectors.usage_totals(organisation_id=org, filters=mid)["calls"]) > 0
+    after = selectors.usage_totals(organisation_id=org, filters=january)
+    assert _n(tuple(after.values())) == _n(tuple(before.values()))
+
+
+def test_a_rollup_is_what_is_read(ledger):
+    """Fails if the reads ignored the rollups: change a rolled day's row in the rollup only."""
+    a, _ = ledger
+    rollup_refresh(now=NOW)
+    before = selectors.usage_totals(organisation_id=a.organisation.id)
+    # A day of the month still open (whole months are read from their monthly rows).
+    row = UsageDaily.objects.filter(
+        organisation=a.organisation, monthly=False, day__gte=NOW.date().replace(day=1)
+    ).first()
+    UsageDaily.objects.filter(id=row.id).update(calls=row.calls + 1000)
+    assert selectors.usage_totals(organisation_id=a.organisation.id)["calls"] == (
+        before["calls"] + 1000
+    )
+    # ...and a rebuild puts it right (idempotent: twice is the same).
+    rollup_rebuild(date_from=row.day, date_to=row.day)
+    rollup_day(row.day)
+    after = selectors.usage_totals(organisation_id=a.organisation.id)
+    assert _n(tuple(after.values())) == _n(tuple(before.values()))
+
+
+def test_refresh_rolls_only_new_final_days(ledger):
+    rollup_refresh(now=NOW - timedelta(days=10))
+    through = rollup_through_day()
+    assert through == (NOW - timedelta(days=11)).date()
+    assert rollup_refresh(now=NOW - timedelta(days=10)) == []
+    # A day ends final only after the reconciler's bound + margin past its midnight.
+    almost = datetime.combine(through + timedelta(days=2), datetime.min.time(), tzinfo=UTC)
+    assert rollup_refresh(now=almost + timedelta(minutes=30)) == []
+    assert rollup_refresh(now=almost + timedelta(hours=2)) == [through + timedelta(days=1)]
+    assert len(rollup_refresh(now=NOW, max_days=3)) == 3
+
+
+def test_pages_show_the_rolled_figures(ledger):
+    a, _ = ledger
+    rollup_refresh(now=NOW)
+    client = Client()
+    client.force_login(a.user)
+    response = client.get("/", {"status": "success"})
+    raw = _raw(a.organisation.id, ActivityFilters(status="success"))
+    assert response.context["totals"]["calls"] == raw.count()
+    assert response.context["page"].paginator.count == raw.count()
+    assert response.context["page"].paginator.num_pages == math.ceil(raw.count() / 50)
+    assert len(response.context["page"].object_list) == 50
+    assert "deepseek/v4" in dict(response.context["form"].fields["model"].choices)
+    usage = client.get("/usage/", {"date_from": "2026-01-01", "date_to": "2026-03-15"})
+    assert usage.status_code == 200
+    raw = _raw(a.organisation.id, ActivityFilters(date_from=NOW.date().replace(month=1, day=1),
+                                                  date_to=NOW.date()))  # fmt: skip
+    assert _n(usage.context["totals"]["cost"]) == _n(selectors.activity_totals(raw)["cost"])
+
+
+def test_seed_activity_spreads_rows(ledger):
+    a, _ = ledger
+    rows = Activity.objects.filter(organisation=a.organisation, request_id__startswith="seed-")
+    assert rows.count() == 1500
+    assert rows.values("model_slug").distinct().count() >= 5
+    assert rows.values("provider_slug").distinct().count() >= 4
+    assert rows.values("api_key_id").distinct().count() == 3
+    assert set(rows.values_list("status", flat=True)) == {"success", "error", "cancelled"}
+    oldest = rows.order_by("created_at").first().created_at
+    assert NOW - oldest > timedelta(days=110)  # 4 months of 30 days
+    assert all(a.attempts.count() == 1 for a in rows.order_by("?")[:5])
+
+
+def test_seed_and_timings_commands(ledger):
+    a, _ = ledger
+    rollup_refresh(now=NOW)
+    out = io.StringIO()
+    call_command("seed_activity", organisation="cmd-org", rows=300, months=13, stdout=out)
+    assert "seeded 300 rows for cmd-org" in out.getvalue()
+    assert Activity.objects.filter(organisation__slug="cmd-org").count() == 300
+    # The seeded days already rolled were rebuilt: the rolled totals still match.
+    org = Activity.objects.filter(organisation__slug="cmd-org").first().organisation_id
+    assert selectors.usage_totals(organisation_id=org)["calls"] == 300
+    out = io.StringIO()
+    call_command("activity_timings", organisation=a.organisation.slug, runs=1, stdout=out)
+    text = out.getvalue()
+    for name in ("activity: first page (50)", "usage: 30 days", "api /v1/activity: cursor page 2",
+                 "admin spend page", "csv export"):  # fmt: skip
+        assert name in text
