@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
 
@@ -18,6 +19,7 @@ from billing import selectors
 from billing.management.commands.seed_activity import seed_activity
 from billing.models import Activity, ApiKey, TtftDaily, UsageDaily
 from billing.rollups import (
+    SETTLE_MARGIN,
     last_final_day,
     rollup_day,
     rollup_months_through,
@@ -237,8 +239,20 @@ def test_refresh_rolls_only_new_final_days(ledger):
     assert rollup_refresh(now=NOW - timedelta(days=10)) == []
     # A day ends final only after the reconciler's bound + margin past its midnight.
     almost = datetime.combine(through + timedelta(days=2), datetime.min.time(), tzinfo=UTC)
-    assert rollup_refresh(now=almost + timedelta(minutes=30)) == []
-    assert rollup_refresh(now=almost + timedelta(hours=2)) == [through + timedelta(days=1)]
+    settle = timedelta(seconds=settings.UBERLLM["RECONCILE_AFTER_S"]) + SETTLE_MARGIN
+    assert rollup_refresh(now=almost + settle - timedelta(minutes=1)) == []
+    next_day = through + timedelta(days=1)
+    assert rollup_refresh(now=almost + settle + timedelta(minutes=1)) == [next_day]
+    # ... and none of its calls is still running (a long call heartbeating past midnight).
+    a, _ = ledger
+    pending_day = next_day + timedelta(days=1)
+    Activity.objects.create(
+        request_id="gen-still-running", organisation=a.organisation, api_key=a.api_key,
+        model_slug="m", created_at=datetime.combine(pending_day, datetime.min.time(), tzinfo=UTC),
+        heartbeat_at=NOW - timedelta(seconds=10),
+    )  # fmt: skip
+    assert rollup_refresh(now=NOW) == []
+    Activity.objects.filter(request_id="gen-still-running").update(status="error")
     assert len(rollup_refresh(now=NOW, max_days=3)) == 3
 
 
