@@ -3,7 +3,9 @@ day from the Activity rows, for the dashboard's totals, charts and percentiles a
 millions of rows (docs/operations.md, "Activity at 10 million rows").
 
 A day is rolled once it can no longer change: its end is older than the reconciler's
-bound (a pending row is closed after ``UBERLLM_RECONCILE_AFTER_S``) plus a margin.
+bound (a pending row is closed ``UBERLLM_RECONCILE_AFTER_S`` after its last heartbeat)
+plus a margin, and none of its calls is still running (a call in flight heartbeats its
+pending row: a stream begun before midnight and going on for hours delays the day).
 Rebuilding a day is idempotent (delete its rollup rows, insert them again, in one
 transaction), so a late correction is fixed by ``rollup_rebuild`` for its days."""
 
@@ -17,7 +19,8 @@ from django.db.models import Case, Count, F, IntegerField, Min, Q, Sum, When
 
 from .models import Activity, TtftDaily, UsageDaily, UsageDayTotal, UsageRollupState
 
-SETTLE_MARGIN = timedelta(minutes=15)
+# Longer than any call (a live one keeps its row pending), plus the reconciler's run.
+SETTLE_MARGIN = timedelta(hours=2)
 
 
 def ttft_rounded(field: str = "ttft_ms") -> Case:
@@ -285,12 +288,25 @@ def rollup_refresh(*, now: datetime | None = None, max_days: int | None = None) 
         day = through + timedelta(days=1)
     rolled = []
     while day <= last and (max_days is None or len(rolled) < max_days):
+        if _in_flight(day, now or datetime.now(UTC)):
+            break  # a call of that day is still running: roll the day once it ended
         rollup_day(day)
         _set_through(day)
         rolled.append(day)
         day += timedelta(days=1)
     _roll_months()
     return rolled
+
+
+def _in_flight(day: date, now: datetime) -> bool:
+    """Whether a call of ``day`` is still running: its row pending, with a heartbeat
+    the reconciler would not call dead yet (the partial index on pending rows)."""
+    start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+    alive = now - timedelta(seconds=settings.UBERLLM["RECONCILE_AFTER_S"])
+    return Activity.objects.filter(
+        status=Activity.Status.PENDING, created_at__gte=start,
+        created_at__lt=start + timedelta(days=1), heartbeat_at__gte=alive,
+    ).exists()  # fmt: skip
 
 
 def rollup_rebuild(*, date_from: date, date_to: date) -> int:

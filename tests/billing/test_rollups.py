@@ -323,12 +323,20 @@ def test_refresh_rolls_only_new_final_days(ledger):
     assert rollup_refresh(now=NOW - timedelta(days=10)) == []
     # A day ends final only after the reconciler's bound + margin past its midnight.
     almost = datetime.combine(through + timedelta(days=2), datetime.min.time(), tzinfo=UTC)
-    # (The bound is a setting, 90 s by default since the heartbeat: not a fixed 30 min.)
     settle = timedelta(seconds=settings.UBERLLM["RECONCILE_AFTER_S"]) + SETTLE_MARGIN
-    assert rollup_refresh(now=almost + settle - timedelta(seconds=30)) == []
-    assert rollup_refresh(now=almost + settle + timedelta(seconds=30)) == [
-        through + timedelta(days=1)
-    ]
+    assert rollup_refresh(now=almost + settle - timedelta(minutes=1)) == []
+    next_day = through + timedelta(days=1)
+    assert rollup_refresh(now=almost + settle + timedelta(minutes=1)) == [next_day]
+    # ... and none of its calls is still running (a long call heartbeating past midnight).
+    a, _ = ledger
+    pending_day = next_day + timedelta(days=1)
+    Activity.objects.create(
+        request_id="gen-still-running", organisation=a.organisation, api_key=a.api_key,
+        model_slug="m", created_at=datetime.combine(pending_day, datetime.min.time(), tzinfo=UTC),
+        heartbeat_at=NOW - timedelta(seconds=10),
+    )  # fmt: skip
+    assert rollup_refresh(now=NOW) == []
+    Activity.objects.filter(request_id="gen-still-running").update(status="error")
     assert len(rollup_refresh(now=NOW, max_days=3)) == 3
 
 

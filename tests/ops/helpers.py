@@ -16,13 +16,14 @@ def chat(base_url: str, key: str, **body) -> httpx.Response:
                       headers={"Authorization": f"Bearer {key}"}, timeout=30)  # fmt: skip
 
 
-def status_within(base_url: str, key: str, expected: int, seconds: float = 1.0) -> int:
-    """Poll until a chat call answers ``expected`` or ``seconds`` passed; the last status."""
+def status_within(base_url: str, key: str, expected: int, seconds: float = 1.0, **body) -> int:
+    """Poll until a chat call (``body`` added to a "hi") answers ``expected`` or
+    ``seconds`` passed; the last status."""
     deadline = time.monotonic() + seconds
-    status = chat(base_url, key).status_code
+    status = chat(base_url, key, **body).status_code
     while status != expected and time.monotonic() < deadline:
         time.sleep(0.02)
-        status = chat(base_url, key).status_code
+        status = chat(base_url, key, **body).status_code
     return status
 
 
