@@ -332,6 +332,34 @@ class UsageDaily(models.Model):
         return f"{self.day} {self.model_slug} {self.provider_slug} {self.status}: {self.calls}"
 
 
+class UsageDayTotal(models.Model):
+    """An organisation's calls, spend, tokens and savings sums of one UTC day, whatever the
+    key, model, provider or status: ``UsageDaily``'s rows of that day added up, for the
+    Usage page's per-day chart (one row a day instead of ~hundreds). Built with them by
+    ``billing.rollups.rollup_day``; daily only (no monthly rows)."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    calls = models.BigIntegerField()
+    cost_usd = models.DecimalField(max_digits=24, decimal_places=10)
+    prompt_tokens = models.BigIntegerField()
+    cached_tokens = models.BigIntegerField()
+    completion_tokens = models.BigIntegerField()
+    estimated = models.BigIntegerField()
+    list_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+    cost_with_list_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+    cheapest_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+    cost_with_cheapest_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "day"], name="usagedaytotal_org_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day}: {self.calls}"
+
+
 class TtftDaily(models.Model):
     """How many calls of an organisation had each (rounded) time to first token, per UTC
     day, serving provider and prompt bucket: the TTFT percentiles of the Usage page

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, Count, F, IntegerField, Min, Q, Sum, When
 
-from .models import Activity, TtftDaily, UsageDaily, UsageRollupState
+from .models import Activity, TtftDaily, UsageDaily, UsageDayTotal, UsageRollupState
 
 # Longer than any call (a live one keeps its row pending), plus the reconciler's run.
 SETTLE_MARGIN = timedelta(hours=2)
@@ -108,7 +108,39 @@ def rollup_day(day: date) -> int:
             ],
             batch_size=5000,
         )
+        UsageDayTotal.objects.filter(day=day).delete()
+        UsageDayTotal.objects.bulk_create(day_totals(UsageDaily, UsageDayTotal, day=day))
     return len(created)
+
+
+def day_totals(usage_model, total_model, day: date | None = None) -> list:
+    """``total_model`` rows (one per organisation and day) summing the daily
+    ``usage_model`` rows of ``day`` (None: of every day). Takes the model classes so that
+    migration 0012 can build them from its historical models."""
+    rows = usage_model.objects.filter(monthly=False)
+    if day is not None:
+        rows = rows.filter(day=day)
+    rows = (
+        rows.order_by()
+        .values("organisation_id", "day")
+        .annotate(
+            n=Sum("calls"), cost=Sum("cost_usd"), prompt=Sum("prompt_tokens"),
+            cached=Sum("cached_tokens"), completion=Sum("completion_tokens"),
+            est=Sum("estimated"), list_cost=Sum("list_cost_usd"),
+            cost_with_list=Sum("cost_with_list_usd"), cheapest_cost=Sum("cheapest_cost_usd"),
+            cost_with_cheapest=Sum("cost_with_cheapest_usd"),
+        )
+    )  # fmt: skip
+    return [
+        total_model(
+            organisation_id=r["organisation_id"], day=r["day"], calls=r["n"],
+            cost_usd=r["cost"], prompt_tokens=r["prompt"], cached_tokens=r["cached"],
+            completion_tokens=r["completion"], estimated=r["est"],
+            list_cost_usd=r["list_cost"], cost_with_list_usd=r["cost_with_list"],
+            cheapest_cost_usd=r["cheapest_cost"], cost_with_cheapest_usd=r["cost_with_cheapest"],
+        )
+        for r in rows
+    ]  # fmt: skip
 
 
 def month_end(day: date) -> date:

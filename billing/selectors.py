@@ -541,6 +541,7 @@ class _Split:
     rolled: QuerySet | None  # UsageDaily
     ttft_rolled: QuerySet | None  # TtftDaily (None: read TTFTs from ``recent``)
     recent: QuerySet  # Activity rows not covered by ``rolled``
+    last_rolled: date | None = None  # the last day ``rolled`` covers (None: no rollup)
 
 
 def _split(
@@ -572,7 +573,7 @@ def _split(
         if filters.provider:
             ttft_rolled = ttft_rolled.filter(provider_slug=filters.provider)
     recent = raw.filter(created_at__gte=day_start(through + timedelta(days=1)))
-    return _Split(rolled.order_by(), ttft_rolled, recent)
+    return _Split(rolled.order_by(), ttft_rolled, recent, last)
 
 
 _SUM_KEYS = ("calls", "cost", "prompt", "cached", "completion", "estimated", "list_cost",
@@ -635,12 +636,18 @@ def _grouped(split: _Split, rolled_fields: tuple, raw_fields: tuple, raw_qs=None
     return groups
 
 
-def usage_days(*, organisation_id: int, date_from: date, date_to: date) -> list[dict]:
-    """``usage_per_day`` from the rollups (days without calls as zeros)."""
-    filters = ActivityFilters(date_from=date_from, date_to=date_to)
-    split = _split(organisation_id, filters, monthly=False)
-    recent = split.recent.annotate(day=TruncDate("created_at", tzinfo=UTC))
-    groups = _grouped(split, ("day",), ("day",), raw_qs=recent)
+def _day_totals(split: _Split, organisation_id: int, date_from: date) -> QuerySet | None:
+    """The ``UsageDayTotal`` rows (one per day) of the rolled days of ``split``."""
+    from .models import UsageDayTotal
+
+    if split.rolled is None or split.last_rolled is None:
+        return None
+    return UsageDayTotal.objects.filter(
+        organisation_id=organisation_id, day__gte=date_from, day__lte=split.last_rolled
+    ).order_by()
+
+
+def _per_day(groups: dict, date_from: date, date_to: date) -> list[dict]:
     days, day = [], date_from
     while day <= date_to:
         row = _finish(_add(groups.get((day,)), None))
@@ -650,14 +657,20 @@ def usage_days(*, organisation_id: int, date_from: date, date_to: date) -> list[
     return days
 
 
-def usage_by(*, organisation_id: int, filters: ActivityFilters | None, by: str) -> list[dict]:
-    """``usage_per_model`` (``by="model_slug"``), ``usage_per_provider``
-    (``"provider_slug"``) or ``usage_per_key`` (``"api_key"``: rows carry
-    ``api_key_id`` and ``api_key__name``) from the rollups, dearest first."""
-    split = _split(organisation_id, filters)
-    fields = ("api_key_id",) if by == "api_key" else (by,)
+def usage_days(*, organisation_id: int, date_from: date, date_to: date) -> list[dict]:
+    """``usage_per_day`` from the rollups (days without calls as zeros): the rolled days
+    from ``UsageDayTotal`` (one row a day), the days after from the Activity rows."""
+    filters = ActivityFilters(date_from=date_from, date_to=date_to)
+    split = _split(organisation_id, filters, monthly=False)
+    split = _Split(_day_totals(split, organisation_id, date_from), None, split.recent)
+    recent = split.recent.annotate(day=TruncDate("created_at", tzinfo=UTC))
+    return _per_day(_grouped(split, ("day",), ("day",), raw_qs=recent), date_from, date_to)
+
+
+def _by_rows(groups: dict, fields: tuple, by: str) -> list[dict]:
+    """Rows of ``usage_by`` from sums per group key (``fields``' values), dearest first."""
     rows = []
-    for key, row in _grouped(split, fields, fields).items():
+    for key, row in groups.items():
         row = _finish(_add(row, None))
         row.pop("estimated")
         rows.append({**row, **dict(zip(fields, key, strict=True))})
@@ -672,6 +685,58 @@ def usage_by(*, organisation_id: int, filters: ActivityFilters | None, by: str) 
     else:
         label = by
     return sorted(rows, key=lambda row: (-row["cost"], -row["calls"], str(row[label])))
+
+
+_DIMENSIONS = ("api_key_id", "model_slug", "provider_slug")
+
+
+def usage_summary(*, organisation_id: int, date_from: date, date_to: date) -> dict:
+    """The Usage page's ``totals``, ``per_day``, ``per_model``, ``per_provider`` and
+    ``per_key`` over [``date_from``, ``date_to``]: the same figures as ``usage_totals``,
+    ``usage_days`` and ``usage_by`` (each of them), from three reads instead of ten: the
+    rollups grouped by (key, model, provider), the per-day totals of the rolled days and
+    the recent Activity rows grouped by (day, key, model, provider)."""
+    filters = ActivityFilters(date_from=date_from, date_to=date_to)
+    split = _split(organisation_id, filters)
+    groups: dict[tuple, dict] = {}
+    days: dict[tuple, dict] = {}
+    if split.rolled is not None:
+        for row in split.rolled.values(*_DIMENSIONS).annotate(**_rolled_sums()):
+            groups[tuple(row[f] for f in _DIMENSIONS)] = row
+        day_rows = _day_totals(split, organisation_id, date_from)
+        for row in day_rows.values("day").annotate(**_rolled_sums()):
+            days[(row["day"],)] = row
+    recent = (
+        split.recent.annotate(day=TruncDate("created_at", tzinfo=UTC))
+        .values("day", *_DIMENSIONS)
+        .annotate(**_raw_sums())
+    )
+    for row in recent:
+        key = tuple(row[f] for f in _DIMENSIONS)
+        groups[key] = _add(groups.get(key), row)
+        days[(row["day"],)] = _add(days.get((row["day"],)), row)
+    totals: dict | None = None
+    per: dict[str, dict[tuple, dict]] = {f: {} for f in _DIMENSIONS}
+    for key, row in groups.items():
+        totals = _add(totals, row)
+        for field, value in zip(_DIMENSIONS, key, strict=True):
+            per[field][(value,)] = _add(per[field].get((value,)), row)
+    return {
+        "totals": _finish(_add(totals, None)),
+        "per_day": _per_day(days, date_from, date_to),
+        "per_model": _by_rows(per["model_slug"], ("model_slug",), "model_slug"),
+        "per_provider": _by_rows(per["provider_slug"], ("provider_slug",), "provider_slug"),
+        "per_key": _by_rows(per["api_key_id"], ("api_key_id",), "api_key"),
+    }
+
+
+def usage_by(*, organisation_id: int, filters: ActivityFilters | None, by: str) -> list[dict]:
+    """``usage_per_model`` (``by="model_slug"``), ``usage_per_provider``
+    (``"provider_slug"``) or ``usage_per_key`` (``"api_key"``: rows carry
+    ``api_key_id`` and ``api_key__name``) from the rollups, dearest first."""
+    split = _split(organisation_id, filters)
+    fields = ("api_key_id",) if by == "api_key" else (by,)
+    return _by_rows(_grouped(split, fields, fields), fields, by)
 
 
 def percentile_of_counts(counts: list[tuple[int, int]], share: float) -> int:

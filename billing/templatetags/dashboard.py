@@ -77,3 +77,34 @@ def savings_text(savings) -> str:
 def share(value) -> str:
     """A fraction as a percentage: 0.125 -> 12.5%."""
     return "—" if value is None else f"{value:.1%}"
+
+
+@register.simple_tag
+def usage_cells(row: dict, label, label_name: str) -> str:
+    """The eight cells of a Usage table row (label, calls, tokens, spend, savings), built
+    in Python: one call a row instead of an included template's ~20 nodes, which made
+    the 366-day per-day table the slowest part of the Usage page."""
+    savings = row["savings"]
+    if savings.vs_list is not None:
+        vs_list = format_html(
+            "{} <small>{}</small>", money(savings.vs_list), percent(savings.vs_list_percent)
+        )
+    else:
+        vs_list = "—"
+    vs_cheapest = money(savings.vs_cheapest) if savings.vs_cheapest is not None else "—"
+    return format_html(
+        '<td data-label="{}">{}</td><td class="num" data-label="Calls">{}</td>'
+        '<td class="num" data-label="Input">{}</td><td class="num" data-label="Cached">{}</td>'
+        '<td class="num" data-label="Output">{}</td><td class="num" data-label="Spend">{}</td>'
+        '<td class="num saved" data-label="Saved vs list">{}</td>'
+        '<td class="num" data-label="vs cheapest-input">{}</td>',
+        label_name,
+        label,
+        num(row["calls"]),
+        num(row["prompt"]),
+        num(row["cached"]),
+        num(row["completion"]),
+        money(row["cost"]),
+        vs_list,
+        vs_cheapest,
+    )

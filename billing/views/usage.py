@@ -35,18 +35,13 @@ def _usage(request: HttpRequest, form: UsageRangeForm) -> dict:
     date_from, date_to = _date_range(form)
     organisation_id = request.organisation.id
     filters = selectors.ActivityFilters(date_from=date_from, date_to=date_to)
-    scope = {"organisation_id": organisation_id, "filters": filters}
     return {
         "date_from": date_from,
         "date_to": date_to,
-        "totals": selectors.usage_totals(**scope),
-        "per_day": selectors.usage_days(
+        **selectors.usage_summary(
             organisation_id=organisation_id, date_from=date_from, date_to=date_to
         ),
-        "per_model": selectors.usage_by(**scope, by="model_slug"),
-        "per_provider": selectors.usage_by(**scope, by="provider_slug"),
-        "per_key": selectors.usage_by(**scope, by="api_key"),
-        "ttft": selectors.usage_ttft(**scope),
+        "ttft": selectors.usage_ttft(organisation_id=organisation_id, filters=filters),
     }
 
 
