@@ -56,7 +56,9 @@ def fleet(django_db_setup, django_db_blocker, emulator_server):
         # Long caches: only the pushed events can explain a change seen within 1 s.
         "UBERLLM_API_KEY_CACHE_TTL_S": "60", "UBERLLM_CATALOG_CACHE_TTL_S": "60",
         "UBERLLM_KEY_SPEND_CACHE_TTL_S": "1", "UBERLLM_SPEED_CACHE_TTL_S": "1",
-        "UBERLLM_RECONCILE_AFTER_S": "1",
+        # Live rows heartbeat often, so the reconciler (beat) can close a killed
+        # instance's rows within seconds without touching the streams still running.
+        "UBERLLM_RECONCILE_AFTER_S": "3", "UBERLLM_LEDGER_HEARTBEAT_S": "0.3",
     }  # fmt: skip
     config = FleetConfig(
         run_dir=settings.VAR_DIR / "fleet" / f"test-{os.getpid()}", lb_port=free_port(),
@@ -264,7 +266,7 @@ def test_killing_an_instance_mid_stream_loses_no_ledger_row(shared, tenant, emul
     thread.join(30)
     assert not complete(lines), "the stream outlived a SIGKILL"
     row = Activity.objects.get(request_id=request_id)  # created on acceptance: not lost
-    # The worker's reconciler closes it (pending rows older than RECONCILE_AFTER_S = 1 s).
+    # The worker's reconciler closes it (no heartbeat for RECONCILE_AFTER_S = 3 s).
     deadline = time.monotonic() + 30
     while row.status == Activity.Status.PENDING and time.monotonic() < deadline:
         activity_reconcile_task.apply_async()
