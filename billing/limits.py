@@ -27,6 +27,8 @@ from django.conf import settings
 
 from uberllm.aio import db_call, run_in_background
 
+from .alerts import spend_alert_raise
+from .money import money
 from .quota import NANO_PER_USD, Budget, LocalQuota, QuotaStore, RateLimits, RedisQuota, Ticket
 
 logger = logging.getLogger(__name__)
@@ -63,13 +65,6 @@ def nano(usd: Decimal) -> int:
 
 def usd(nano_usd: int) -> Decimal:
     return Decimal(nano_usd) / NANO_PER_USD
-
-
-def money(amount: Decimal) -> str:
-    """$ with cents, or more digits for amounts under a cent."""
-    if amount == 0 or abs(amount) >= Decimal("0.01"):
-        return f"${amount:.2f}"
-    return f"${amount:.6f}".rstrip("0")
 
 
 # --- What a request counts against ------------------------------------------------------
@@ -300,8 +295,6 @@ def _maybe_alert_refused(principal, budget: Budget, remaining_nano: int) -> None
 
 
 async def _raise_alert(organisation_id: int, budget: Budget, threshold: int, spent: int) -> None:
-    from .services import spend_alert_raise
-
     seen = (budget.key, threshold)
     if seen in _alerted:
         return

@@ -2,6 +2,8 @@
 
 - ``decimal_str``: the exact value as a plain decimal string without trailing zeros
   (``Decimal("0.0000201900")`` -> ``"0.00002019"``), for the API, the CSV and hover text.
+- ``money``: dollars and cents, more digits under a cent (``$10.00``, ``$0.0042``), for
+  the sentences of 402 refusals and spend alerts.
 - ``usd_short``: a human figure with a dollar sign and thousands separators: two
   decimals from $1 up, else three significant digits (``$0.0000102``, ``$0.0031``).
 """
@@ -40,3 +42,10 @@ def usd_short(value) -> str:
     text = format(rounded, "f").rstrip("0")
     whole, _, fraction = text.partition(".")
     return f"{sign}${whole}.{fraction.ljust(2, '0')}"
+
+
+def money(amount: Decimal) -> str:
+    """$ with cents, or more digits for amounts under a cent."""
+    if amount == 0 or abs(amount) >= Decimal("0.01"):
+        return f"${amount:.2f}"
+    return f"${amount:.6f}".rstrip("0")

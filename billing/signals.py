@@ -1,6 +1,11 @@
-"""Price history: every save of an Endpoint or a Model that changes a price writes
+"""Signals of billing.
+
+Price history: every save of an Endpoint or a Model that changes a price writes
 PriceChange rows (admin, import_catalog, shell alike). The admin sets
-``instance._price_changed_by`` to the operator's username."""
+``instance._price_changed_by`` to the operator's username.
+
+API keys: an ``api_key.changed`` event (revoked, limits edited; uberllm/events.py) drops
+the key from this process's caches, whichever process published it."""
 
 from __future__ import annotations
 
@@ -45,9 +50,22 @@ def record_price_changes(sender, instance, created, raw=False, **kwargs) -> None
     )
 
 
+def forget_api_key(payload: dict) -> None:
+    """Drop a changed key's cached row and cached spend (only caches: idempotent)."""
+    from .auth import forget_cached_key
+    from .limits import forget_key_spend
+
+    if payload.get("prefix"):
+        forget_cached_key(payload["prefix"])
+    if payload.get("api_key_id") is not None:
+        forget_key_spend(int(payload["api_key_id"]))
+
+
 def connect() -> None:
     from providers.models import Endpoint, Model
+    from uberllm import events
 
+    events.register(events.API_KEY_CHANGED, forget_api_key)
     for model in (Endpoint, Model):
         pre_save.connect(remember_old_prices, sender=model, dispatch_uid=f"prices-old-{model}")
         post_save.connect(record_price_changes, sender=model, dispatch_uid=f"prices-{model}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from .alerts import SPEND_ALERT_DELIVER_TASK, spend_alert_deliver
+
 
 @shared_task(name="billing.activity_reconcile")
 def activity_reconcile_task() -> int:
@@ -15,11 +17,10 @@ def activity_reconcile_task() -> int:
     return activity_reconcile(older_than_s=settings.UBERLLM["RECONCILE_AFTER_S"])
 
 
-@shared_task(name="billing.spend_alert_deliver")
+@shared_task(name=SPEND_ALERT_DELIVER_TASK)
 def spend_alert_deliver_task(alert_id: int) -> bool:
-    """Email and webhook of one spend alert (billing.services.spend_alert_deliver)."""
+    """Email and webhook of one spend alert (billing.alerts.spend_alert_deliver)."""
     from .models import SpendAlert
-    from .services import spend_alert_deliver
 
     alert = SpendAlert.objects.select_related("organisation", "api_key").filter(id=alert_id).first()
     return alert is not None and spend_alert_deliver(alert=alert)
@@ -33,7 +34,6 @@ def spend_alerts_deliver_task() -> int:
     from django.utils import timezone
 
     from .models import SpendAlert
-    from .services import spend_alert_deliver
 
     since = timezone.now() - timedelta(days=2)
     pending = SpendAlert.objects.select_related("organisation", "api_key").filter(

@@ -10,5 +10,7 @@ class ProvidersConfig(AppConfig):
         from uberllm import events
 
         from . import checks  # noqa: F401 (registers the system checks)
+        from .signals import connect_catalog_changed
 
-        events.connect_signals()
+        connect_catalog_changed()
+        events.connect_listener_start()

@@ -28,7 +28,7 @@ import hashlib
 import logging
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import orjson
@@ -36,8 +36,15 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 
-if TYPE_CHECKING:
-    from .models import Endpoint
+
+class Credentialed(Protocol):
+    """What this module reads of an endpoint (providers.models.Endpoint, or a copy)."""
+
+    pk: Any
+    base_url: str
+    credential_encrypted: str
+    credential_env: str
+
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +117,7 @@ def _unseal(token: str) -> tuple[str, str]:
     return data["origin"], data["secret"]
 
 
-def stored_secret_for(endpoint: Endpoint) -> str | None:
+def stored_secret_for(endpoint: Credentialed) -> str | None:
     """The endpoint's stored secret if it is bound to the endpoint's current origin.
 
     Raises CredentialError when a credential is stored but unusable."""
@@ -122,7 +129,7 @@ def stored_secret_for(endpoint: Endpoint) -> str | None:
     return secret
 
 
-def _env_secret_for(endpoint: Endpoint) -> str | None:
+def _env_secret_for(endpoint: Credentialed) -> str | None:
     name = endpoint.credential_env
     if not name:
         return None
@@ -131,7 +138,7 @@ def _env_secret_for(endpoint: Endpoint) -> str | None:
     return os.environ.get(name) or None
 
 
-def authorization_for(endpoint: Endpoint) -> str | None:
+def authorization_for(endpoint: Credentialed) -> str | None:
     """The ``Authorization`` header value for calls to ``endpoint``, or None.
 
     The stored (encrypted) credential wins over ``credential_env``. An unusable
@@ -148,14 +155,6 @@ def authorization_for(endpoint: Endpoint) -> str | None:
     return f"Bearer {secret}" if secret else None
 
 
-def rotate_all() -> int:
-    """Re-encrypt every stored credential with the first key; returns how many."""
-    from .models import Endpoint
-
-    fernet = _fernet()
-    rotated = 0
-    for endpoint in Endpoint.objects.exclude(credential_encrypted=""):
-        token = fernet.rotate(endpoint.credential_encrypted.encode("ascii")).decode("ascii")
-        Endpoint.objects.filter(pk=endpoint.pk).update(credential_encrypted=token)
-        rotated += 1
-    return rotated
+def rotate(token: str) -> str:
+    """The same secret re-encrypted with the first key of UBERLLM_CREDENTIAL_KEYS."""
+    return _fernet().rotate(token.encode("ascii")).decode("ascii")

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
-from .credentials import seal
+from .credentials import rotate, seal
 from .models import Endpoint, Model, Provider
 
 MODEL_FIELDS = ("name", "description", "context_length", "list_price_input",
@@ -94,3 +94,13 @@ def endpoint_set_credential(*, endpoint: Endpoint, secret: str | None) -> Endpoi
     )
     endpoint.save(update_fields=["credential_encrypted"])
     return endpoint
+
+
+def credentials_rotate() -> int:
+    """Re-encrypt every stored credential with the first key; returns how many."""
+    rotated = 0
+    for endpoint in Endpoint.objects.exclude(credential_encrypted=""):
+        token = rotate(endpoint.credential_encrypted)
+        Endpoint.objects.filter(pk=endpoint.pk).update(credential_encrypted=token)
+        rotated += 1
+    return rotated

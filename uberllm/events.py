@@ -152,48 +152,18 @@ def wait_listening(timeout: float) -> bool:
     return _listening.wait(timeout)
 
 
-# --- The handlers: every one only drops a cache entry ----------------------------------
-
-
-def _forget_api_key(payload: dict[str, Any]) -> None:
-    from billing.auth import forget_cached_key
-    from billing.limits import forget_key_spend
-
-    if payload.get("prefix"):
-        forget_cached_key(payload["prefix"])
-    if payload.get("api_key_id") is not None:
-        forget_key_spend(int(payload["api_key_id"]))
-
-
-def _invalidate_catalog(payload: dict[str, Any]) -> None:
-    from routing.catalog import catalog_cache
-
-    catalog_cache.invalidate()
-
-
-register(API_KEY_CHANGED, _forget_api_key)
-register(CATALOG_CHANGED, _invalidate_catalog)
+# --- Wiring ----------------------------------------------------------------------------
+# The apps register their handlers (billing: API keys, routing: the catalog) and publish
+# their own changes from their AppConfig.ready; this module knows none of them.
 
 
 def _on_request_started(**_kwargs: Any) -> None:
     start_listener()
 
 
-def _on_catalog_row_changed(sender: type, instance: Any, **_kwargs: Any) -> None:
-    publish_on_commit(CATALOG_CHANGED, {"reason": f"{sender.__name__} {instance.pk}"})
-
-
-def connect_signals() -> None:
-    """Wire the signals (from an AppConfig.ready): catalog rows saved or deleted publish
-    ``catalog.changed``; the first request of a process starts its listener (a fallback
-    for an ASGI app that does not call ``start_listener`` at startup)."""
+def connect_listener_start() -> None:
+    """The first request of a process starts its listener (a fallback for an ASGI app
+    that does not call ``start_listener`` at startup). From an AppConfig.ready."""
     from django.core.signals import request_started
-    from django.db.models.signals import post_delete, post_save
-
-    from providers.models import Endpoint, Model, Provider
 
     request_started.connect(_on_request_started, dispatch_uid="uberllm.events.listener")
-    for model in (Provider, Model, Endpoint):
-        for name, signal in (("save", post_save), ("delete", post_delete)):
-            signal.connect(_on_catalog_row_changed, sender=model,
-                           dispatch_uid=f"uberllm.events.{model.__name__}.{name}")  # fmt: skip

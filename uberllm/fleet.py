@@ -24,7 +24,7 @@ import httpx
 from django.conf import settings
 
 NGINX_TEMPLATE = Path(settings.BASE_DIR) / "deploy" / "nginx" / "uberllm.conf"
-GATEWAY_APP = "uberllm.lifespan:application"
+GATEWAY_APP = "uberllm.asgi:application"
 
 
 class FleetError(RuntimeError):

@@ -2,41 +2,24 @@
 shutdown (SIGTERM, after uvicorn has let the requests in flight finish), wait for the
 background work they left (ledger and learning writes) so no ledger row is left pending.
 
-``application`` is the gateway's ASGI application with this lifespan in front of it
-(``uvicorn uberllm.lifespan:application``); the fleet runs it. The same ``lifespan``
-can be routed from ``uberllm.asgi``'s ProtocolTypeRouter as ``"lifespan": lifespan``.
+``uberllm.asgi``'s ProtocolTypeRouter routes the ``lifespan`` scope here, so
+``uvicorn uberllm.asgi:application`` (``make run``, the fleet, the Dockerfile) runs it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 
 from django.conf import settings
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
 
 logger = logging.getLogger(__name__)
 
 
-def _gateway():
-    # Imported late: uberllm.asgi may itself import ``lifespan`` from here.
-    from uberllm.asgi import application as gateway
-
-    return gateway
-
-
-_gateway_app = None
-
-
 async def _startup() -> None:
-    global _gateway_app
     from uberllm import events
     from uberllm.tracing import configure_tracing
 
-    if _gateway_app is None:
-        _gateway_app = _gateway()  # Django set up before the first request
     events.start_listener()
     configure_tracing()
 
@@ -66,13 +49,3 @@ async def lifespan(scope, receive, send) -> None:
             await _shutdown()
             await send({"type": "lifespan.shutdown.complete"})
             return
-
-
-async def application(scope, receive, send) -> None:
-    global _gateway_app
-    if scope["type"] == "lifespan":
-        await lifespan(scope, receive, send)
-        return
-    if _gateway_app is None:
-        _gateway_app = _gateway()
-    await _gateway_app(scope, receive, send)

@@ -10,9 +10,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from billing.alerts import spend_alert_raise
 from billing.models import ApiKey, Organisation, SpendAlert
 from billing.selectors import month_start
-from billing.services import member_add, spend_alert_raise
+from billing.services import member_add
 
 from ..support import make_tenant
 

@@ -55,7 +55,7 @@ def fleet(django_db_setup, django_db_blocker, emulator_server):
         "UBERLLM_EXPLORATION_RATE": "0", "UBERLLM_PROBE_PERIOD_S": "3600",
         # Long caches: only the pushed events can explain a change seen within 1 s.
         "UBERLLM_API_KEY_CACHE_TTL_S": "60", "UBERLLM_CATALOG_CACHE_TTL_S": "60",
-        "UBERLLM_KEY_SPEND_CACHE_TTL_S": "1", "UBERLLM_SPEED_CACHE_TTL_S": "1",
+        "UBERLLM_SPEED_CACHE_TTL_S": "1",
         # Live rows heartbeat often, so the reconciler (beat) can close a killed
         # instance's rows within seconds without touching the streams still running.
         "UBERLLM_RECONCILE_AFTER_S": "3", "UBERLLM_LEDGER_HEARTBEAT_S": "0.3",

@@ -31,7 +31,7 @@ def test_the_compose_file_runs_the_tested_fleet():
     )
     assert services["rollup"]["command"] == ["python", "manage.py", "rollup_usage"]
     dockerfile = (DEPLOY / "Dockerfile").read_text()
-    assert "uvicorn uberllm.lifespan:application" in dockerfile  # the app the fleet runs
+    assert "uvicorn uberllm.asgi:application" in dockerfile  # the app the fleet runs
     assert "--timeout-graceful-shutdown" in dockerfile
 
 

@@ -18,7 +18,6 @@ from .helpers import chat, dashboard_post, dashboard_session, redis_available, s
 REDIS_URL = os.environ.get("OPS_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 LONG_TTLS = {
     "UBERLLM_API_KEY_CACHE_TTL_S": "60",
-    "UBERLLM_KEY_SPEND_CACHE_TTL_S": "60",
     "UBERLLM_CATALOG_CACHE_TTL_S": "60",
 }
 

@@ -18,7 +18,7 @@ async def run_lifespan(messages: list[dict]) -> list[dict]:
     async def send(message: dict) -> None:
         sent.append(message)
 
-    await lifespan.application({"type": "lifespan"}, inbox.get, send)
+    await lifespan.lifespan({"type": "lifespan"}, inbox.get, send)
     return sent
 
 

@@ -16,7 +16,12 @@ from django.test import Client
 from providers import credentials
 from providers.credentials import authorization_for, origin_of
 from providers.models import Endpoint
-from providers.services import catalog_export, catalog_import, endpoint_set_credential
+from providers.services import (
+    catalog_export,
+    catalog_import,
+    credentials_rotate,
+    endpoint_set_credential,
+)
 from routing.catalog import catalog_cache, load_catalog
 
 from ..support import TEST_MODEL, catalog_for_tests
@@ -90,7 +95,7 @@ def test_rotation_new_key_first_then_rotate_then_drop_the_old(keys, settings):
     assert authorization_for(endpoint) is None
     _use_keys(settings, new, old)
     assert authorization_for(endpoint) == f"Bearer {SECRET}"
-    assert credentials.rotate_all() == 1
+    assert credentials_rotate() == 1
     _use_keys(settings, new)
     endpoint.refresh_from_db()
     assert authorization_for(endpoint) == f"Bearer {SECRET}"

@@ -30,10 +30,10 @@ HI = [{"role": "user", "content": "Say hello."}]
 def queued_alerts(monkeypatch) -> list[int]:
     """The alert ids handed to Celery (recorded instead of queued: no broker messages
     left behind for a development worker)."""
-    from billing import services
+    from billing import alerts
 
     queued: list[int] = []
-    monkeypatch.setattr(services, "_enqueue_alert", queued.append)
+    monkeypatch.setattr(alerts, "_enqueue_alert", queued.append)
     return queued
 
 
@@ -284,7 +284,7 @@ class WebhookReceiver:
 def test_alerts_at_80_and_100_percent_are_sent_once(
     gateway, tenant, emulator, settings, queued_alerts
 ):
-    from billing.services import spend_alert_deliver
+    from billing.alerts import spend_alert_deliver
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     tenant.user.email = "owner@example.com"

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from providers.credentials import rotate_all
+from providers.services import credentials_rotate
 
 
 class Command(BaseCommand):
@@ -10,4 +10,4 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        self.stdout.write(f"Re-encrypted {rotate_all()} credential(s).")
+        self.stdout.write(f"Re-encrypted {credentials_rotate()} credential(s).")
