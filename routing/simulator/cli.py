@@ -1,7 +1,8 @@
 """Command line: ``python -m routing.simulator`` and ``python manage.py simulate``.
 
     simulate --scenario FILE|NAME [--strategy NAME ...] --seed N [--requests N]
-             [--gateway KEY=VALUE ...] [--json] [--timeline] [--no-progress] [--list]
+             [--gateway KEY=VALUE ...] [--from-minute M] [--to-minute M]
+             [--json] [--timeline] [--no-progress] [--list]
 
 Without --strategy every strategy runs. The table (or with --json one JSON object) goes
 to stdout; progress and wall-clock speed go to stderr, so the same seed gives the same
@@ -51,6 +52,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a gateway setting of the scenario (repeatable), e.g. tail_weight=1",
     )
+    parser.add_argument(
+        "--from-minute",
+        type=float,
+        default=None,
+        help="count only requests arriving from this simulated minute (the run is whole)",
+    )
+    parser.add_argument(
+        "--to-minute",
+        type=float,
+        default=None,
+        help="count only requests arriving before this simulated minute",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress on stderr")
     parser.add_argument("--list", action="store_true", help="list scenarios and strategies")
 
@@ -97,6 +110,8 @@ def run(options: argparse.Namespace | dict[str, Any], err: TextIO | None = None)
         requests=opts.get("requests"),
         progress=progress,
         timeline=bool(opts.get("timeline")),
+        from_minute=opts.get("from_minute"),
+        to_minute=opts.get("to_minute"),
     )
     for name, (wall_s, per_s) in speeds.items():
         err.write(f"{name}: {wall_s:.2f} s wall, {per_s:,.0f} simulated requests/s\n")

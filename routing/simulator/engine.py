@@ -11,6 +11,8 @@ import heapq
 import time
 from collections.abc import Callable
 
+from routing.core.hedge import NO_HEDGE, HedgeDecision
+
 from .market import Market
 from .metrics import Metrics
 from .probes import Prober
@@ -21,6 +23,11 @@ from .strategies.base import SimContext
 from .traffic import Traffic
 
 Progress = Callable[[int, int], None]
+
+
+def _no_hedge(run: object, now: float) -> HedgeDecision:
+    """``gateway.hedging: false``: the session never races a second leg."""
+    return NO_HEDGE
 
 
 class Engine(Shell):
@@ -49,7 +56,9 @@ class Engine(Shell):
         )
         self.strategy = make_strategy(strategy, self.sim)
         provider_of = {s.endpoint_id: s.provider for s in self.market.endpoints[1:]}
-        self.metrics = Metrics({0: "-", **provider_of})
+        self.metrics = Metrics({0: "-", **provider_of}, clock=lambda: self.now)
+        if not scenario.gateway.get("hedging", True):  # gateway.hedging false: no hedge
+            self.strategy.hedge_decision = _no_hedge  # type: ignore[method-assign]
         self.prober = Prober(self)
         self.wall_s = 0.0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 ENDPOINT_DEFAULTS: dict[str, Any] = {
@@ -31,8 +32,12 @@ ENDPOINT_DEFAULTS: dict[str, Any] = {
     "tokens_per_minute": None,
     "cache_ttl_s": 300.0,
     "cache_hit_rate": 1.0,
+    # issue 10 (all optional; the defaults keep the earlier meaning)
+    "prefill_curve": None,
+    "output_tokens_factor": 1.0,
+    "no_cache": False,
 }
-REQUIRED_ENDPOINT = ("provider", "price_input", "price_cache_read", "price_output")
+REQUIRED_ENDPOINT = ("provider", "price_input", "price_output")
 PRICE_FIELDS = frozenset({"price_input", "price_cache_read", "price_cache_write", "price_output"})
 GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/settings.py)
     "hedge_budget_usd_per_day": 5.0,
@@ -54,6 +59,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "tail_weight": 0.0,
     "probe_budget_usd_per_day": 25.0,
     "concurrency_caps": False,
+    "hedging": True,
 }
 
 
@@ -93,7 +99,53 @@ def endpoint_fields(data: Mapping[str, Any], where: str, *, partial: bool) -> di
             stall_min_s=float(low),
             stall_max_s=float(high),
         )
+    if not partial and values["price_cache_read"] is None:
+        if not values["no_cache"]:
+            raise ScenarioError(f"{where}: missing price_cache_read")
+        values["price_cache_read"] = values["price_input"]  # never billed: no cache
+    if values.get("prefill_curve") is not None:
+        values["prefill_curve"] = prefill_curve(values["prefill_curve"], f"{where}.prefill_curve")
+    if "output_tokens_factor" in values:
+        factor = values["output_tokens_factor"]
+        if not isinstance(factor, int | float) or isinstance(factor, bool) or factor <= 0:
+            raise ScenarioError(f"{where}: output_tokens_factor must be a number > 0")
+        values["output_tokens_factor"] = float(factor)
+    if "no_cache" in values and not isinstance(values["no_cache"], bool):
+        raise ScenarioError(f"{where}: no_cache must be true or false")
     for key, value in values.items():
         if key in PRICE_FIELDS and (not isinstance(value, int | float) or value < 0):
             raise ScenarioError(f"{where}: {key} must be a number >= 0")
     return values
+
+
+def prefill_curve(raw: Any, where: str) -> tuple[tuple[float, float], ...]:
+    """``[[prompt_tokens, prefill tokens/s], ...]``: at least one point, prompt sizes
+    strictly increasing and >= 0, speeds > 0."""
+    if not isinstance(raw, list | tuple) or not raw:
+        raise ScenarioError(f"{where}: expected a list of [prompt_tokens, tokens_per_s]")
+    points: list[tuple[float, float]] = []
+    for point in raw:
+        if (
+            not isinstance(point, list | tuple)
+            or len(point) != 2
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in point)
+        ):
+            raise ScenarioError(f"{where}: each point is [prompt_tokens, tokens_per_s]")
+        size, speed = float(point[0]), float(point[1])
+        if size < 0 or speed <= 0:
+            raise ScenarioError(f"{where}: prompt_tokens must be >= 0 and tokens_per_s > 0")
+        if points and size <= points[-1][0]:
+            raise ScenarioError(f"{where}: prompt sizes must be strictly increasing")
+        points.append((size, speed))
+    return tuple(points)
+
+
+def curve_speed(curve: tuple[tuple[float, float], ...], prompt_tokens: float) -> float:
+    """The prefill speed (tokens/s) of ``curve`` at a prompt of ``prompt_tokens``: linear
+    between points, the end points' speed before the first and after the last."""
+    if prompt_tokens <= curve[0][0]:
+        return curve[0][1]
+    for (x0, y0), (x1, y1) in pairwise(curve):
+        if prompt_tokens <= x1:
+            return y0 + (y1 - y0) * (prompt_tokens - x0) / (x1 - x0)
+    return curve[-1][1]

@@ -10,7 +10,11 @@ otherwise a first token after
 ``(ttft_base_s + prefill) x exp(jitter_sigma x N(0,1)) [+ stall]`` where prefill =
 ``uncached / prefill_tokens_per_s + cached / (prefill_tokens_per_s x
 cached_prefill_speedup)``, x ``slow_factor`` above ``slow_above_tokens`` (the
-emulator's formula); a first token later than the timeout is a ``timeout`` failure.
+emulator's formula); with a ``prefill_curve`` the speed is the curve's at the prompt's
+size instead (and ``slow_above_tokens`` does not apply); a first token later than the
+timeout is a ``timeout`` failure. An endpoint with ``no_cache`` reads and writes no
+prompt cache; one with ``output_tokens_factor`` f serves round(f x the requested output)
+tokens (at least 1), streamed and billed as such.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Callable
 
 from routing.core import EndpointInfo
 
+from .fields import curve_speed
 from .randomness import mix, normal, uniforms
 from .scenario import PRICE_FIELDS, EventSpec, Scenario
 from .traffic import SimRequest
@@ -40,17 +45,21 @@ class EndpointState:
     def __init__(self, fields: dict, model: int) -> None:
         self.model = model
         self.__dict__.update(fields)
-        self.catalog_cache_ttl_s = fields["cache_ttl_s"]
+        self.cache_ttl_as_listed = fields["cache_ttl_s"]
+        self.catalog_cache_ttl_s = 0.0 if self.no_cache else self.cache_ttl_as_listed
         self.info = self.make_info()
 
     def make_info(self) -> EndpointInfo:
-        """The catalog entry the gateway routes with (prices follow price events)."""
+        """The catalog entry the gateway routes with (prices follow price events; an
+        endpoint with ``no_cache`` lists no cache discount: cache reads at the input
+        price, no cache write price)."""
+        no_cache = self.no_cache
         return EndpointInfo(
             endpoint_id=self.endpoint_id,
             provider_slug=self.provider,
             price_input=self.price_input,
-            price_cache_read=self.price_cache_read,
-            price_cache_write=self.price_cache_write,
+            price_cache_read=self.price_input if no_cache else self.price_cache_read,
+            price_cache_write=0.0 if no_cache else self.price_cache_write,
             price_output=self.price_output,
             context_length=self.context_length,
         )
@@ -79,27 +88,43 @@ class Market:
         self._tpm: list[deque[tuple[float, int]]] = [deque() for _ in self.endpoints]
         self._tpm_used = [0] * len(self.endpoints)
         self._cache: dict[tuple[int, int], tuple[float, int]] = {}
-        self._saved: dict[tuple[int, int, str], object] = {}
+        self._base: dict[tuple[int, str], object] = {}  # a field's value before any event
+        self._active: dict[int, EventSpec] = {}  # event number -> started, not ended
 
     # --- timed events ------------------------------------------------------------------
     def apply_event(self, number: int, event: EventSpec, starting: bool) -> None:
-        """Start (or end, restoring what it changed) one scenario event."""
+        """Start (or end) one scenario event. Several events may change the same field
+        of one endpoint, one after the other or overlapping: the field has the value of
+        the latest-started event still running (ties: the later one in the file), or
+        its own value when none is, so an ending event restores whatever applies then."""
+        if starting:
+            for endpoint_id in event.endpoint_ids:
+                state = self.endpoints[endpoint_id]
+                for name in event.fields:
+                    self._base.setdefault((endpoint_id, name), getattr(state, name))
+            self._active[number] = event
+        elif self._active.pop(number, None) is None:
+            return  # ended before it started (until_min <= at_min): nothing to restore
+        running = sorted(self._active.items(), key=lambda item: (item[1].at_s, item[0]))
         for endpoint_id in event.endpoint_ids:
             state = self.endpoints[endpoint_id]
-            for name, value in event.fields.items():
-                key = (number, endpoint_id, name)
-                if starting:
-                    self._saved[key] = getattr(state, name)
-                    setattr(state, name, value)
-                elif key in self._saved:
-                    setattr(state, name, self._saved.pop(key))
-            if PRICE_FIELDS & event.fields.keys():
+            for name in event.fields:
+                value = self._base[(endpoint_id, name)]
+                for _, other in running:
+                    if name in other.fields and endpoint_id in other.endpoint_ids:
+                        value = other.fields[name]
+                setattr(state, name, value)
+            if "no_cache" in event.fields:
+                state.catalog_cache_ttl_s = 0.0 if state.no_cache else state.cache_ttl_as_listed
+            if PRICE_FIELDS & event.fields.keys() or "no_cache" in event.fields:
                 state.info = state.make_info()
                 self.infos[state.model] = tuple(s.info for s in self.by_model[state.model])
 
     # --- prompt caches -----------------------------------------------------------------
     def cached_tokens(self, endpoint_id: int, request: SimRequest, now: float) -> int:
         """Prompt tokens this endpoint really has cached for ``request`` now."""
+        if self.endpoints[endpoint_id].no_cache:
+            return 0
         best = 0
         if request.cache_key >= 0:
             entry = self._cache.get((endpoint_id, request.cache_key))
@@ -113,6 +138,8 @@ class Market:
 
     def write_cache(self, endpoint_id: int, request: SimRequest, now: float) -> None:
         """The endpoint prefilled ``request``: its prompt is cached for cache_ttl_s."""
+        if self.endpoints[endpoint_id].no_cache:
+            return
         expires = now + self.endpoints[endpoint_id].cache_ttl_s
         if request.cache_key >= 0:
             self._cache[(endpoint_id, request.cache_key)] = (expires, request.prompt_tokens)
@@ -175,9 +202,10 @@ class Market:
         s: EndpointState, prompt: int, cached: int, u1: float, u2: float, u3: float, u4: float
     ) -> float:
         """Noise-applied time to first token (see the module doc)."""
-        rate = s.prefill_tokens_per_s
+        curve = s.prefill_curve
+        rate = s.prefill_tokens_per_s if curve is None else curve_speed(curve, prompt)
         prefill = (prompt - cached) / rate + cached / (rate * s.cached_prefill_speedup)
-        if s.slow_above_tokens is not None and prompt > s.slow_above_tokens:
+        if curve is None and s.slow_above_tokens is not None and prompt > s.slow_above_tokens:
             prefill *= s.slow_factor
         ttft = s.ttft_base_s + prefill
         if s.jitter_sigma:
@@ -196,7 +224,15 @@ class Market:
         u = uniforms(mix(self.seed, request.rseed, endpoint_id, nth, 0xC07), 2)
         if u[0] >= rate:
             return None
-        return max(1, int(u[1] * request.output_tokens))
+        return max(1, int(u[1] * self.output_tokens(endpoint_id, request)))
+
+    def output_tokens(self, endpoint_id: int, request: SimRequest) -> int:
+        """Output tokens this endpoint serves for ``request`` (``output_tokens_factor``
+        x what the request asks for, at least 1)."""
+        factor = self.endpoints[endpoint_id].output_tokens_factor
+        if factor == 1.0:
+            return request.output_tokens
+        return max(1, round(request.output_tokens * factor))
 
     def stream_s(self, endpoint_id: int, output_tokens: int) -> float:
         """Seconds from the first token to the last."""
@@ -205,10 +241,12 @@ class Market:
     def cost(self, endpoint_id: int, request: SimRequest, cached: int, output_tokens: int) -> float:
         """USD the provider bills: uncached prompt tokens at the input price (at the cache
         write price, when the endpoint has one, for prompts it caches), cached ones at the
-        cache-read price, output at the output price."""
+        cache-read price, output at the output price. ``output_tokens`` is what the
+        endpoint sent (``output_tokens()`` for a whole reply)."""
         s = self.endpoints[endpoint_id]
         uncached = request.prompt_tokens - cached
-        write = s.price_cache_write if s.price_cache_write and request.cache_key >= 0 else 0.0
+        cacheable = request.cache_key >= 0 and not s.no_cache
+        write = s.price_cache_write if s.price_cache_write and cacheable else 0.0
         return (
             uncached * (write or s.price_input)
             + cached * s.price_cache_read

@@ -5,11 +5,16 @@ token the customer gets (retries and hedges included), ``whole`` to the last tok
 Costs are USD: ``cost`` is what the customer is billed (the serving provider's bill,
 R6.1; $0 for a request that failed, R4.2); hedge losers and probes are platform cost.
 The headline ``total_cost_usd_per_1k_requests`` adds both: what routing really costs.
+
+``summary(window)`` restricts every figure to a time window (``--from-minute``,
+``--to-minute``): requests whose arrival falls in it, and platform spend (probes, hedge
+losers, retried cut replies) incurred in it; the simulation itself always runs whole.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from .runs import Run
@@ -43,12 +48,48 @@ def _times(values: list[float]) -> dict[str, Any]:
     }
 
 
+Window = tuple[float, float | None]  # (from, to) simulated seconds; to None: the end
+
+
+class _Timed:
+    """A platform total (``metrics.probe_spend += cost``) that also logs each change
+    with the virtual time it happened at, so a window can sum only its own part."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.slot = "_total_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return obj.__dict__[self.slot]
+
+    def __set__(self, obj: Any, value: float) -> None:
+        values = obj.__dict__
+        if self.slot in values:
+            obj.changes.append((obj.clock(), self.name, value - values[self.slot]))
+        values[self.slot] = value
+
+
 class Metrics:
     """Collects one record per finished request, plus platform costs."""
 
-    def __init__(self, provider_of: dict[int, str], window_s: float = 300.0) -> None:
+    hedge_spend = _Timed()
+    probe_spend = _Timed()
+    probes = _Timed()
+    cut_streams = _Timed()
+    cut_spend = _Timed()
+
+    def __init__(
+        self,
+        provider_of: dict[int, str],
+        window_s: float = 300.0,
+        clock: Callable[[], float] = lambda: 0.0,
+    ) -> None:
         self.provider_of = provider_of
         self.window_s = window_s
+        self.clock = clock  # the virtual clock (the engine's ``now``)
+        self.changes: list[tuple[float, str, float]] = []  # (time, platform total, delta)
         self.records: list[tuple] = []
         self.hedge_spend = 0.0
         self.probe_spend = 0.0
@@ -76,7 +117,7 @@ class Metrics:
                 request.bucket_index,
                 request.stream,
                 request.prompt_tokens,
-                request.output_tokens,
+                request.output_tokens if run.output_tokens is None else run.output_tokens,
                 failed,
                 ttft,
                 now - request.t,
@@ -87,13 +128,38 @@ class Metrics:
                 run.lost_s,
                 served,
                 fast,
+                request.t,
             )
         )
         window = int(request.t // self.window_s)
         self.first_choice[(window, request.bucket_index)][run.first_endpoint] += 1
 
-    def summary(self) -> dict[str, Any]:
+    def _platform(self, window: Window | None) -> dict[str, float]:
+        """The platform totals, or their part incurred within ``window``."""
+        names = ("hedge_spend", "probe_spend", "probes", "cut_streams", "cut_spend")
+        if window is None:
+            return {name: getattr(self, name) for name in names}
+        start, end = window
+        totals = dict.fromkeys(names, 0.0)
+        for t, name, delta in self.changes:
+            if t >= start and (end is None or t < end):
+                totals[name] += delta
+        totals["probes"] = round(totals["probes"])
+        totals["cut_streams"] = round(totals["cut_streams"])
+        return totals
+
+    def summary(self, window: Window | None = None) -> dict[str, Any]:
+        """The figures of the report; with ``window`` (from, to) in simulated seconds,
+        of the requests arriving in [from, to) and the platform spend incurred then
+        (``probe_spend_by_day`` and ``probes_over_budget`` stay whole-run: they are the
+        probe budget's own bookkeeping)."""
         rows = self.records
+        if window is not None:
+            start, end = window
+            rows = [r for r in rows if r[14] >= start and (end is None or r[14] < end)]
+        platform = self._platform(window)
+        hedge_spend, probe_spend = platform["hedge_spend"], platform["probe_spend"]
+        cut_spend = platform["cut_spend"]
         n = len(rows) or 1
         served = [r for r in rows if not r[4]]
         long_streams = [r for r in served if r[1] and r[2] >= LONG_TOKENS]
@@ -117,7 +183,7 @@ class Metrics:
             "cost_usd_per_1k_requests": _r(1000 * cost / n, 5),
             # the headline: what customers paid plus platform spend (probes, hedge legs)
             "total_cost_usd_per_1k_requests": _r(
-                1000 * (cost + self.hedge_spend + self.probe_spend + self.cut_spend) / n, 5
+                1000 * (cost + hedge_spend + probe_spend + cut_spend) / n, 5
             ),
             "cost_usd_per_1m_tokens": _r(1e6 * cost / tokens, 5),
             "long_streams": {
@@ -130,17 +196,17 @@ class Metrics:
             "retry_share": _r(sum(r[8] for r in rows) / n, 5),
             "share_with_429": _r(sum(r[9] for r in rows) / n, 5),
             "hedged_share": _r(sum(r[10] for r in rows) / n, 5),
-            "hedge_spend_usd": _r(self.hedge_spend, 5),
-            "probe_spend_usd": _r(self.probe_spend, 5),
-            "probes": self.probes,
-            "cut_streams": self.cut_streams,
+            "hedge_spend_usd": _r(hedge_spend, 5),
+            "probe_spend_usd": _r(probe_spend, 5),
+            "probes": platform["probes"],
+            "cut_streams": platform["cut_streams"],
             "probe_budget_usd_per_day": self.probe_budget_usd_per_day,
             "probe_spend_by_day": {
                 str(day): _r(usd, 6) for day, usd in sorted(self.probe_spend_by_day.items())
             },
             "probes_over_budget": self.probes_over_budget,
             "platform_usd_per_1k_requests": _r(
-                1000 * (self.hedge_spend + self.probe_spend + self.cut_spend) / n, 5
+                1000 * (hedge_spend + probe_spend + cut_spend) / n, 5
             ),
             "lost_ms_per_request": _r(1000 * sum(r[11] for r in rows) / n, 1),
             "fast_enough_share": _r(sum(fast) / (len(fast) or 1), 5),

@@ -98,6 +98,13 @@ def format_report(document: dict[str, Any]) -> str:
         f"scenario {document['scenario']}  seed {document['seed']}  "
         f"requests {document['requests']}  simulated {document['simulated_minutes']:.0f} min"
     )
+    window = document.get("window") or {}
+    if window.get("from_minute") or window.get("to_minute") is not None:
+        until = window.get("to_minute")
+        head += (
+            f"  counted: arrivals in minutes {window.get('from_minute') or 0:g}"
+            f"-{'end' if until is None else format(until, 'g')}"
+        )
     metrics = _table(
         ["metric", *names], [[label, *(fn(results[n]) for n in names)] for label, fn in ROWS]
     )

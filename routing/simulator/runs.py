@@ -36,7 +36,8 @@ class Run(GatewaySession):
 
     ``order`` is a non-plan strategy's ranking (endpoint ids); ``best_ttft`` the best
     first-token time any endpoint would have realised at arrival; ``cost`` the serving
-    provider's bill; ``hit429`` whether any attempt got a 429.
+    provider's bill; ``hit429`` whether any attempt got a 429; ``output_tokens`` what
+    the serving endpoint sent or was sending (None: never served).
     """
 
     leg_type = Leg
@@ -44,3 +45,4 @@ class Run(GatewaySession):
     best_ttft: float | None = None
     cost: float = 0.0
     hit429: bool = False
+    output_tokens: int | None = None

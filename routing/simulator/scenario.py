@@ -82,6 +82,8 @@ class Scenario:
     models: tuple[ModelSpec, ...]
     events: tuple[EventSpec, ...]
     classes: tuple[ClassSpec, ...]
+    # traffic.daily_pattern: 24 multipliers of every class's arrival rate by UTC hour
+    daily_pattern: tuple[float, ...] | None = None
 
     @property
     def endpoint_count(self) -> int:
@@ -133,16 +135,11 @@ def parse_scenario(data: Mapping[str, Any], default_name: str = "scenario") -> S
             next_id += 1
         if not endpoints:
             raise ScenarioError(f"{where}: needs at least one endpoint")
-        cache_read = raw.get("list_price_cache_read")
+        if "slug" not in raw:
+            raise ScenarioError(f"{where}: missing slug")
+        list_input, list_output, cache_read = _list_prices(raw, endpoints)
         models.append(
-            ModelSpec(
-                index,
-                raw["slug"],
-                float(raw["list_price_input"]),
-                float(raw["list_price_output"]),
-                None if cache_read is None else float(cache_read),
-                tuple(endpoints),
-            )
+            ModelSpec(index, raw["slug"], list_input, list_output, cache_read, tuple(endpoints))
         )
     if not models:
         raise ScenarioError("scenario: needs at least one model")
@@ -156,15 +153,56 @@ def parse_scenario(data: Mapping[str, Any], default_name: str = "scenario") -> S
         models=tuple(models),
         events=tuple(_event(e, i, models) for i, e in enumerate(data.get("events") or [])),
         classes=tuple(parse_class(c, i, models) for i, c in enumerate(_traffic(data))),
+        daily_pattern=_daily_pattern(data),
     )
 
 
+def _list_prices(
+    raw: Mapping[str, Any], endpoints: list[dict[str, Any]]
+) -> tuple[float, float, float | None]:
+    """The model's list prices (R2.9). Each of ``list_price_input``/``list_price_output``
+    left out is the highest price_input/price_output among its endpoints (the dearest
+    seller stands in for the first party); ``list_price_cache_read`` left out is None
+    (= the list input price) as before, except when ``list_price_input`` is left out
+    too: then the highest price_cache_read among endpoints that have a prompt cache."""
+    list_input = raw.get("list_price_input")
+    if list_input is None:
+        list_input = max(e["price_input"] for e in endpoints)
+        cache_read = raw.get("list_price_cache_read")
+        if cache_read is None:
+            reads = [e["price_cache_read"] for e in endpoints if not e["no_cache"]]
+            cache_read = max(reads) if reads else None
+    else:
+        cache_read = raw.get("list_price_cache_read")
+    list_output = raw.get("list_price_output")
+    if list_output is None:
+        list_output = max(e["price_output"] for e in endpoints)
+    return float(list_input), float(list_output), None if cache_read is None else float(cache_read)
+
+
 def _traffic(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    traffic = known(data.get("traffic") or {}, {"classes"}, "traffic")
+    traffic = known(data.get("traffic") or {}, {"classes", "daily_pattern"}, "traffic")
     classes = traffic.get("classes") or []
     if not classes:
         raise ScenarioError("traffic.classes: needs at least one class")
     return classes
+
+
+def _daily_pattern(data: Mapping[str, Any]) -> tuple[float, ...] | None:
+    """``traffic.daily_pattern``: 24 numbers >= 0 (not all 0), hour 0-23 UTC."""
+    raw = (data.get("traffic") or {}).get("daily_pattern")
+    if raw is None:
+        return None
+    if (
+        not isinstance(raw, list)
+        or len(raw) != 24
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in raw)
+        or not any(raw)
+    ):
+        raise ScenarioError(
+            "traffic.daily_pattern: expected 24 numbers >= 0 (UTC hours 0-23), not all 0"
+        )
+    return tuple(float(v) for v in raw)
 
 
 def _event(raw: Mapping[str, Any], index: int, models: list[ModelSpec]) -> EventSpec:

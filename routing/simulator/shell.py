@@ -109,16 +109,18 @@ class Shell:
     def _serve(self, run: Run, leg: Leg) -> None:
         now, market, request = self.now, self.market, run.request
         market.write_cache(leg.endpoint_id, request, now)
+        output = market.output_tokens(leg.endpoint_id, request)
+        run.output_tokens = output
         cut = market.cut_after(request, leg.endpoint_id, leg.nth)
-        if cut is not None and cut < request.output_tokens:
+        if cut is not None and cut < output:
             # the provider bills what it sent; a stream the customer saw is theirs (R6.1),
             # a reply being assembled whole is retried and its cost is platform spend
             cost = market.cost(leg.endpoint_id, request, leg.cached, cut)
             end = now + market.stream_s(leg.endpoint_id, cut)
             self.at(end, self._cut, (run, leg, cost))
             return
-        run.cost = market.cost(leg.endpoint_id, request, leg.cached, request.output_tokens)
-        end = now + market.stream_s(leg.endpoint_id, request.output_tokens)
+        run.cost = market.cost(leg.endpoint_id, request, leg.cached, output)
+        end = now + market.stream_s(leg.endpoint_id, output)
         self.at(end, self._end, (run, leg))
 
     # --- events ------------------------------------------------------------------------

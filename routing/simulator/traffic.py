@@ -5,11 +5,18 @@ Single requests arrive as a Poisson process per class. A conversation (coding ag
 starts as a Poisson process too; turn ``j`` arrives ``turn_gap_s`` after turn ``j-1``
 (drawn in advance, whatever the routing did) with the prompt of turn ``j-1``, its reply
 and ``growth_tokens`` new tokens, so most of it can be read from a prompt cache.
+
+With ``traffic.daily_pattern`` (24 multipliers by UTC hour of the virtual clock) the
+arrivals (conversation starts) are a non-homogeneous Poisson process, drawn by thinning:
+candidates at the class's rate x the largest multiplier, each kept with probability
+multiplier(hour) / largest (its own random stream, so the draws stay a pure function of
+the seed). Without it the process is exactly the homogeneous one.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from routing.core import RoutingOptions, bucket_for
@@ -107,14 +114,25 @@ def _options(cls: ClassSpec, rng: random.Random) -> RoutingOptions | None:
     return None
 
 
-def _singles(cls: ClassSpec, rng: random.Random, horizon: float) -> list[SimRequest]:
+Keep = Callable[[float], bool]  # thinning: whether a candidate arrival at t is kept
+
+
+def _always(t: float) -> bool:
+    return True
+
+
+def _singles(
+    cls: ClassSpec, rng: random.Random, horizon: float, keep: Keep = _always, peak: float = 1.0
+) -> list[SimRequest]:
     out: list[SimRequest] = []
     t = 0.0
     shared = [(f"s{cls.index}", cls.shared_prefix_tokens)] if cls.shared_prefix_tokens else None
     while True:
-        t += rng.expovariate(cls.rate_per_s)
+        t += rng.expovariate(cls.rate_per_s * peak)
         if t > horizon:
             return out
+        if not keep(t):
+            continue
         prompt = max(1, round(cls.prompt.sample(rng)))  # type: ignore[union-attr]
         output = round(cls.output.sample(rng))
         stream = rng.random() < cls.stream_share
@@ -126,14 +144,18 @@ def _singles(cls: ClassSpec, rng: random.Random, horizon: float) -> list[SimRequ
         )
 
 
-def _conversations(cls: ClassSpec, rng: random.Random, horizon: float) -> list[SimRequest]:
+def _conversations(
+    cls: ClassSpec, rng: random.Random, horizon: float, keep: Keep = _always, peak: float = 1.0
+) -> list[SimRequest]:
     out: list[SimRequest] = []
     t0 = 0.0
     number = 0
     while True:
-        t0 += rng.expovariate(cls.rate_per_s)
+        t0 += rng.expovariate(cls.rate_per_s * peak)
         if t0 > horizon:
             return out
+        if not keep(t0):
+            continue
         number += 1
         key = cls.index * 100_000_000 + number
         turns = max(1, round(cls.turns.sample(rng)))  # type: ignore[union-attr]
@@ -172,7 +194,29 @@ def _estimated_rate(scenario: Scenario) -> float:
     for cls in scenario.classes:
         turns = cls.turns.mean_estimate() if cls.conversation and cls.turns else 1.0
         rate += cls.rate_per_s * max(1.0, turns)
+    if scenario.daily_pattern is not None:
+        rate *= sum(scenario.daily_pattern) / 24
     return rate
+
+
+def _thinning(scenario: Scenario, seed: int, cls: ClassSpec) -> tuple[Keep, float]:
+    """(keep, peak multiplier) for ``traffic.daily_pattern``; (always, 1) without one."""
+    pattern = scenario.daily_pattern
+    if pattern is None:
+        return _always, 1.0
+    peak = max(pattern)
+    rng = random.Random(f"{seed}:daily:{cls.index}:{cls.name}")
+    start = scenario.start_epoch
+
+    def keep(t: float) -> bool:
+        return rng.random() * peak < pattern[int((start + t) // 3600) % 24]
+
+    return keep, peak
+
+
+def utc_hour(scenario: Scenario, t: float) -> int:
+    """The UTC hour (0-23) of simulated second ``t``."""
+    return int((scenario.start_epoch + t) // 3600) % 24
 
 
 def generate_traffic(scenario: Scenario, seed: int, count: int) -> Traffic:
@@ -183,7 +227,11 @@ def generate_traffic(scenario: Scenario, seed: int, count: int) -> Traffic:
         for cls in scenario.classes:
             rng = random.Random(f"{seed}:traffic:{cls.index}:{cls.name}")
             make = _conversations if cls.conversation else _singles
-            requests.extend(make(cls, rng, horizon))
+            if scenario.daily_pattern is None:
+                requests.extend(make(cls, rng, horizon))
+            else:
+                keep, peak = _thinning(scenario, seed, cls)
+                requests.extend(make(cls, rng, horizon, keep, peak))
         if len(requests) >= count:
             break
         horizon *= 1.5

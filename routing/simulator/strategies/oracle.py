@@ -42,7 +42,9 @@ class Oracle(Strategy):
         for choice in plan.choices:
             endpoint_id = choice.endpoint.endpoint_id
             kind, _, delay, cached = market.outcome(request, endpoint_id, now)
-            cost = market.cost(endpoint_id, request, cached, request.output_tokens)
+            cost = market.cost(
+                endpoint_id, request, cached, market.output_tokens(endpoint_id, request)
+            )
             realised.append((endpoint_id, kind == OK, delay, cost))
         good = [r for r in realised if r[1]]
         order: list[int] = []
