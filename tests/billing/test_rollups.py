@@ -12,8 +12,8 @@ from decimal import Decimal
 
 import pytest
 from django.conf import settings
-from django.db.models import F
 from django.core.management import call_command
+from django.db.models import F
 from django.test import Client
 
 from billing import selectors
@@ -264,9 +264,11 @@ def test_a_monthly_row_is_what_is_read_for_a_whole_month(ledger):
 
 
 def _month_to_date_days() -> set:
-    return set(
-        UsageDaily.objects.filter(monthly=True).exclude(day__day=1).values_list("day", flat=True)
-    ) | set(TtftDaily.objects.filter(monthly=True).exclude(day__day=1).values_list("day", flat=True))
+    days = set()
+    for model in (UsageDaily, TtftDaily):
+        rows = model.objects.filter(monthly=True).exclude(day__day=1)
+        days |= set(rows.values_list("day", flat=True))
+    return days
 
 
 def test_month_to_date_rows_are_read_and_match_the_rows(ledger):
