@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
@@ -623,6 +623,26 @@ def usage_totals(*, organisation_id: int, filters: ActivityFilters | None = None
     split = _split(organisation_id, filters)
     rolled = split.rolled.aggregate(**_rolled_sums()) if split.rolled is not None else None
     return _finish(_add(rolled, split.recent.aggregate(**_raw_sums())))
+
+
+def activity_row_count(*, organisation_id: int, filters: ActivityFilters, totals: dict) -> int:
+    """How many rows the filtered Activity list has, given its ``usage_totals``: their
+    calls, less those of the days archived (billing.retention; the rollups keep them in
+    the totals, the table no longer has their rows; the pending rows a run left there
+    are not counted)."""
+    from .rollups import archived_before
+
+    kept_from = archived_before()
+    if (
+        kept_from == date.min
+        or filters.request_id
+        or (filters.date_from and filters.date_from >= kept_from)
+    ):
+        return totals["calls"]
+    if filters.date_to and filters.date_to < kept_from:
+        return 0
+    kept = replace(filters, date_from=kept_from)
+    return usage_totals(organisation_id=organisation_id, filters=kept)["calls"]
 
 
 def _grouped(split: _Split, rolled_fields: tuple, raw_fields: tuple, raw_qs=None) -> dict:

@@ -105,6 +105,7 @@ def test_old_months_are_archived_then_deleted_and_usage_is_unchanged(ledger, tmp
         (r.organisation_id, r.created_at.strftime("%Y-%m")): r for r in old.exclude(id=pending.id)
     }
     ids_before = set(old.exclude(id=pending.id).values_list("id", flat=True))
+    a_ids = set(Activity.objects.filter(organisation_id=org).values_list("id", flat=True))
     assert archive_cutoff(retention_days=RETENTION, now=NOW) == CUTOFF
 
     result = activity_archive(retention_days=RETENTION, directory=tmp_path, batch=40, now=NOW)
@@ -140,6 +141,20 @@ def test_old_months_are_archived_then_deleted_and_usage_is_unchanged(ledger, tmp
     # read from the rollups only, and a rebuild of archived days leaves them alone.
     assert _figures(org) == before
     assert {by: _usage_csv(user, by) for by in csv_before} == csv_before
+    # The Activity page: its totals keep the archived calls, its pages count the rows.
+    client = Client()
+    client.force_login(user)
+    page = client.get("/").context["page"]
+    assert (
+        page.paginator.count
+        == Activity.objects.filter(
+            organisation_id=org, created_at__gte=datetime(2026, 1, 1, tzinfo=UTC)
+        ).count()
+    )
+    assert client.get("/").context["totals"]["calls"] == Activity.objects.filter(
+        organisation_id=org).count() + len([i for i in ids_before if i in a_ids])  # fmt: skip
+    december = client.get("/", {"date_from": "2025-12-01", "date_to": "2025-12-31"})
+    assert december.context["page"].paginator.count == 0
     rollup_rebuild(date_from=date(2025, 11, 1), date_to=date(2026, 1, 31))
     assert rollup_day(date(2025, 12, 5)) == 0
     assert _figures(org) == before
