@@ -45,6 +45,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import Min, Q
 
+from uberllm.metrics import observe_pruned
+
 from .models import Activity, Attempt, Organisation, UsageRollupState
 from .rollups import month_end, rollup_through_day
 
@@ -190,6 +192,7 @@ def archive_month(*, organisation_id: int, month: date, before: datetime, direct
         path = folder / f"{stem}.{n}.jsonl.gz"
     ids = _write(path, rows, batch)
     deleted += _delete(rows, ids, batch)
+    observe_pruned("activity", deleted)  # uberllm_pruned_rows_total{table="activity"}
     return MonthArchived(organisation_id, month, path if ids else None, len(ids), deleted,
                          time.monotonic() - started)  # fmt: skip
 
