@@ -41,16 +41,24 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"keeping rows from {result.cutoff} on")
         for m in result.months:
-            rate = m.written / m.seconds if m.seconds else 0
+            if options["dry_run"]:
+                self.stdout.write(f"org {m.organisation_id} {m.month:%Y-%m}: {m.written:,} rows")
+                continue
+            rate = m.deleted / m.seconds if m.seconds else 0
             where = f" -> {m.path} ({m.path.stat().st_size:,} bytes)" if m.path else ""
             self.stdout.write(
                 f"org {m.organisation_id} {m.month:%Y-%m}: {m.written:,} rows written, "
                 f"{m.deleted:,} deleted in {m.seconds:.1f} s ({rate:,.0f} rows/s){where}"
             )
         elapsed = time.monotonic() - started
-        verb = "would archive" if options["dry_run"] else "archived"
+        if options["dry_run"]:
+            self.stdout.write(
+                f"would archive {result.written:,} rows; "
+                f"{result.pending_kept} pending rows before the cutoff would be kept"
+            )
+            return
         self.stdout.write(
-            f"{verb} {result.written:,} rows, deleted {result.deleted:,} in {elapsed:.1f} s "
+            f"archived {result.written:,} rows, deleted {result.deleted:,} in {elapsed:.1f} s "
             f"({result.deleted / elapsed if elapsed else 0:,.0f} rows/s); "
             f"{result.pending_kept} pending rows before the cutoff kept"
         )
