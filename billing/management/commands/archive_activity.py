@@ -48,7 +48,8 @@ class Command(BaseCommand):
             where = f" -> {m.path} ({m.path.stat().st_size:,} bytes)" if m.path else ""
             self.stdout.write(
                 f"org {m.organisation_id} {m.month:%Y-%m}: {m.written:,} rows written, "
-                f"{m.deleted:,} deleted in {m.seconds:.1f} s ({rate:,.0f} rows/s){where}"
+                f"{m.deleted:,} deleted in {m.seconds:.1f} s ({rate:,.0f} rows/s; writing "
+                f"{m.write_seconds:.1f} s, deleting {m.seconds - m.write_seconds:.1f} s){where}"
             )
         elapsed = time.monotonic() - started
         if options["dry_run"]:
