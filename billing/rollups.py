@@ -261,9 +261,11 @@ def rolled_rows(date_from: date | None, last: date, months_through: date | None,
         last_whole = min(last_whole, months_through)
         if first <= last_whole:
             # Index ranges: days before the whole months, the months, days after them.
+            # (``day__day=1``: a month-to-date generation left inside the range, e.g.
+            # after a run that rolled past two month ends, is never read as a month.)
             parts += [
                 Q(monthly=False, day__gte=start, day__lt=first),
-                Q(monthly=True, day__gte=first, day__lte=last_whole),
+                Q(monthly=True, day__gte=first, day__lte=last_whole, day__day=1),
             ]
             tail = month_end(last_whole) + timedelta(days=1)
     head = last.replace(day=1)
