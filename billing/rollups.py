@@ -199,9 +199,17 @@ def _roll_month_to_date() -> date | None:
         rollup_month(target.replace(day=1), last=target)
     if target != previous:
         UsageRollupState.objects.filter(id=state.id).update(month_to_date=target)
-    # Keep the rows of ``target`` and of ``previous``; older generations go.
+    # Keep the rows of ``target`` and of ``previous``; older generations go, and so does
+    # ``previous`` if its month is now whole and not the last whole one (a run past two
+    # month ends): ``rolled_rows`` reads whole months as the range of ``day`` from their
+    # first days, so no month-to-date row may stay inside it. (A read that saw the state
+    # before such a run, and reads the rows after it, would miss that month's days: a
+    # window of one run, when beat was down for over a month.)
     keep = [d for d in (target, previous) if d is not None]
-    stale = Q(monthly=True) & ~Q(day__in=keep) & ~Q(day__day=1)
+    stale = ~Q(day__in=keep)
+    if state.months_through is not None:
+        stale |= Q(day__lt=state.months_through)
+    stale = Q(monthly=True) & ~Q(day__day=1) & stale
     UsageDaily.objects.filter(stale).delete()
     TtftDaily.objects.filter(stale).delete()
     return target
@@ -261,11 +269,10 @@ def rolled_rows(date_from: date | None, last: date, months_through: date | None,
         last_whole = min(last_whole, months_through)
         if first <= last_whole:
             # Index ranges: days before the whole months, the months, days after them.
-            # (``day__day=1``: a month-to-date generation left inside the range, e.g.
-            # after a run that rolled past two month ends, is never read as a month.)
+            # (No month-to-date rows lie in this range: ``_roll_month_to_date``.)
             parts += [
                 Q(monthly=False, day__gte=start, day__lt=first),
-                Q(monthly=True, day__gte=first, day__lte=last_whole, day__day=1),
+                Q(monthly=True, day__gte=first, day__lte=last_whole),
             ]
             tail = month_end(last_whole) + timedelta(days=1)
     head = last.replace(day=1)
