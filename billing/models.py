@@ -314,7 +314,8 @@ class UsageDaily(models.Model):
     completion_tokens = models.BigIntegerField()
     estimated = models.BigIntegerField()  # calls whose usage was estimated
     # A month's row (``day`` is its first day): the sum of that month's daily rows, read
-    # instead of them when a range covers the whole month.
+    # instead of them when a range covers the whole month. For the month in progress,
+    # ``day`` is the last day summed (UsageRollupState.month_to_date, "month to date").
     monthly = models.BooleanField(default=False)
     # Savings sums, as billing.selectors._savings_sums (null when no call knew them).
     list_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
@@ -386,11 +387,16 @@ class TtftDaily(models.Model):
 
 
 class UsageRollupState(models.Model):
-    """One row: the last UTC day whose rollups are built (null: none yet), and the first
-    day of the last month whose monthly rows are built (null: none)."""
+    """One row: the last UTC day whose rollups are built (null: none yet), the first day
+    of the last month whose monthly rows are built (null: none), the last day of the
+    month-to-date rows (``monthly=True`` rows whose ``day`` is not a first of month:
+    the month in progress up to that day; null: none to read) and the first day whose
+    Activity rows are not archived (null: none archived; ``billing.retention``)."""
 
     through_day = models.DateField(null=True)
     months_through = models.DateField(null=True)
+    month_to_date = models.DateField(null=True)
+    archived_before = models.DateField(null=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

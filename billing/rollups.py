@@ -12,10 +12,12 @@ transaction), so a late correction is fixed by ``rollup_rebuild`` for its days."
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, Count, F, IntegerField, Min, Q, Sum, When
+from django.db.models.functions import Coalesce
 
 from .models import Activity, TtftDaily, UsageDaily, UsageDayTotal, UsageRollupState
 
@@ -46,68 +48,78 @@ def _day_bounds(day: date) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
+# The summed columns of UsageDaily (and UsageDayTotal), in their order.
+USAGE_FIELDS = ("calls", "cost_usd", "prompt_tokens", "cached_tokens", "completion_tokens",
+                "estimated", "list_cost_usd", "cost_with_list_usd", "cheapest_cost_usd",
+                "cost_with_cheapest_usd")  # fmt: skip
+
+
+def _activity_sums() -> dict:
+    """The ``USAGE_FIELDS`` of a group of Activity rows, keyed ``sum_<field>``."""
+    return {
+        "sum_calls": Count("id"), "sum_cost_usd": Coalesce(Sum("cost_usd"), Decimal(0)),
+        "sum_prompt_tokens": Coalesce(Sum("prompt_tokens"), 0),
+        "sum_cached_tokens": Coalesce(Sum("cached_tokens"), 0),
+        "sum_completion_tokens": Coalesce(Sum("completion_tokens"), 0),
+        "sum_estimated": Count("id", filter=Q(usage_estimated=True)),
+        "sum_list_cost_usd": Sum("list_cost_usd"),
+        "sum_cost_with_list_usd": Sum("cost_usd", filter=Q(list_cost_usd__isnull=False)),
+        "sum_cheapest_cost_usd": Sum("cheapest_cost_usd"),
+        "sum_cost_with_cheapest_usd": Sum("cost_usd", filter=Q(cheapest_cost_usd__isnull=False)),
+    }  # fmt: skip
+
+
+def _rollup_sums() -> dict:
+    """The ``USAGE_FIELDS`` of a group of rollup rows added up, keyed ``sum_<field>``."""
+    return {f"sum_{field}": Sum(field) for field in USAGE_FIELDS}
+
+
+def _built(model, rows, **fixed) -> list:
+    """``model`` instances from grouped rows: the group's fields (those not summed) and
+    the sums, plus ``fixed`` values (a day, ``monthly``)."""
+    out = []
+    for row in rows:
+        values = {k: v for k, v in row.items() if not k.startswith("sum_")}
+        values.update({field: row[f"sum_{field}"] for field in USAGE_FIELDS})
+        out.append(model(**values, **fixed))
+    return out
+
+
+USAGE_GROUP = ("organisation_id", "api_key_id", "model_slug", "provider_slug", "status")
+TTFT_GROUP = ("organisation_id", "provider_slug", "prompt_bucket")
+
+
 def rollup_day(day: date) -> int:
-    """Rebuild one UTC day's rollups for every organisation; returns the usage rows."""
+    """Rebuild one UTC day's rollups for every organisation; returns the usage rows. A
+    day whose Activity rows are archived (``billing.retention``) is left as it is: its
+    rollups are all that is left of it."""
+    if day < archived_before():
+        return 0
     start, end = _day_bounds(day)
     rows = Activity.objects.filter(created_at__gte=start, created_at__lt=end).order_by()
-    usage = rows.values("organisation_id", "api_key_id", "model_slug", "provider_slug",
-                        "status").annotate(
-        n=Count("id"), cost=Sum("cost_usd"), prompt=Sum("prompt_tokens"),
-        cached=Sum("cached_tokens"), completion=Sum("completion_tokens"),
-        est=Count("id", filter=Q(usage_estimated=True)), list_cost=Sum("list_cost_usd"),
-        cost_with_list=Sum("cost_usd", filter=Q(list_cost_usd__isnull=False)),
-        cheapest_cost=Sum("cheapest_cost_usd"),
-        cost_with_cheapest=Sum("cost_usd", filter=Q(cheapest_cost_usd__isnull=False)),
-    )  # fmt: skip
+    usage = rows.values(*USAGE_GROUP).annotate(**_activity_sums())
     ttft = (
         rows.filter(ttft_ms__isnull=False)
         .exclude(provider_slug="")
         .exclude(prompt_bucket="")
         .annotate(rounded=ttft_rounded())
-        .values("organisation_id", "provider_slug", "prompt_bucket", "rounded")
+        .values(*TTFT_GROUP, "rounded")
         .annotate(n=Count("id"))
     )
     with transaction.atomic():
         UsageDaily.objects.filter(day=day, monthly=False).delete()
         TtftDaily.objects.filter(day=day, monthly=False).delete()
         created = UsageDaily.objects.bulk_create(
-            [
-                UsageDaily(
-                    organisation_id=r["organisation_id"],
-                    day=day,
-                    api_key_id=r["api_key_id"],
-                    model_slug=r["model_slug"],
-                    provider_slug=r["provider_slug"],
-                    status=r["status"],
-                    calls=r["n"],
-                    cost_usd=r["cost"] or 0,
-                    prompt_tokens=r["prompt"] or 0,
-                    cached_tokens=r["cached"] or 0,
-                    completion_tokens=r["completion"] or 0,
-                    estimated=r["est"],
-                    list_cost_usd=r["list_cost"],
-                    cost_with_list_usd=r["cost_with_list"],
-                    cheapest_cost_usd=r["cheapest_cost"],
-                    cost_with_cheapest_usd=r["cost_with_cheapest"],
-                )
-                for r in usage
-            ],
-            batch_size=2000,
+            _built(UsageDaily, usage, day=day), batch_size=2000
         )
         TtftDaily.objects.bulk_create(
             [
-                TtftDaily(
-                    organisation_id=r["organisation_id"],
-                    day=day,
-                    provider_slug=r["provider_slug"],
-                    prompt_bucket=r["prompt_bucket"],
-                    ttft_ms=r["rounded"],
-                    calls=r["n"],
-                )
+                TtftDaily(**{f: r[f] for f in TTFT_GROUP}, day=day, ttft_ms=r["rounded"],
+                          calls=r["n"])
                 for r in ttft
             ],
             batch_size=5000,
-        )
+        )  # fmt: skip
         UsageDayTotal.objects.filter(day=day).delete()
         UsageDayTotal.objects.bulk_create(day_totals(UsageDaily, UsageDayTotal, day=day))
     return len(created)
@@ -120,27 +132,8 @@ def day_totals(usage_model, total_model, day: date | None = None) -> list:
     rows = usage_model.objects.filter(monthly=False)
     if day is not None:
         rows = rows.filter(day=day)
-    rows = (
-        rows.order_by()
-        .values("organisation_id", "day")
-        .annotate(
-            n=Sum("calls"), cost=Sum("cost_usd"), prompt=Sum("prompt_tokens"),
-            cached=Sum("cached_tokens"), completion=Sum("completion_tokens"),
-            est=Sum("estimated"), list_cost=Sum("list_cost_usd"),
-            cost_with_list=Sum("cost_with_list_usd"), cheapest_cost=Sum("cheapest_cost_usd"),
-            cost_with_cheapest=Sum("cost_with_cheapest_usd"),
-        )
-    )  # fmt: skip
-    return [
-        total_model(
-            organisation_id=r["organisation_id"], day=r["day"], calls=r["n"],
-            cost_usd=r["cost"], prompt_tokens=r["prompt"], cached_tokens=r["cached"],
-            completion_tokens=r["completion"], estimated=r["est"],
-            list_cost_usd=r["list_cost"], cost_with_list_usd=r["cost_with_list"],
-            cheapest_cost_usd=r["cheapest_cost"], cost_with_cheapest_usd=r["cost_with_cheapest"],
-        )
-        for r in rows
-    ]  # fmt: skip
+    rows = rows.order_by().values("organisation_id", "day").annotate(**_rollup_sums())
+    return _built(total_model, rows)
 
 
 def month_end(day: date) -> date:
@@ -149,57 +142,77 @@ def month_end(day: date) -> date:
     return following - timedelta(days=1)
 
 
-def rollup_month(first: date) -> int:
-    """Rebuild one month's rows (``monthly=True``, ``day`` = ``first``) from its daily
-    rows, for every organisation; returns the usage rows."""
-    days = {"day__gte": first, "day__lte": month_end(first), "monthly": False}
+def rollup_month(first: date, *, last: date | None = None) -> int:
+    """Rebuild one month's rows (``monthly=True``) from its daily rows, for every
+    organisation; returns the usage rows. A whole month (``last`` None) is stored with
+    ``day`` = ``first``; ``last`` (a day after ``first`` in its month) builds the rows of
+    the month to date instead, [``first``, ``last``], stored with ``day`` = ``last``."""
+    end = last or month_end(first)
+    key = last or first
+    days = {"day__gte": first, "day__lte": end, "monthly": False}
     usage = (
-        UsageDaily.objects.filter(**days)
-        .order_by()
-        .values("organisation_id", "api_key_id", "model_slug", "provider_slug", "status")
-        .annotate(
-            n=Sum("calls"), cost=Sum("cost_usd"), prompt=Sum("prompt_tokens"),
-            cached=Sum("cached_tokens"), completion=Sum("completion_tokens"),
-            est=Sum("estimated"), list_cost=Sum("list_cost_usd"),
-            cost_with_list=Sum("cost_with_list_usd"), cheapest_cost=Sum("cheapest_cost_usd"),
-            cost_with_cheapest=Sum("cost_with_cheapest_usd"),
-        )
+        UsageDaily.objects.filter(**days).order_by().values(*USAGE_GROUP)
+        .annotate(**_rollup_sums())
     )  # fmt: skip
     ttft = (
         TtftDaily.objects.filter(**days)
         .order_by()
-        .values("organisation_id", "provider_slug", "prompt_bucket", "ttft_ms")
+        .values(*TTFT_GROUP, "ttft_ms")
         .annotate(n=Sum("calls"))
     )
     with transaction.atomic():
-        UsageDaily.objects.filter(day=first, monthly=True).delete()
-        TtftDaily.objects.filter(day=first, monthly=True).delete()
+        UsageDaily.objects.filter(day=key, monthly=True).delete()
+        TtftDaily.objects.filter(day=key, monthly=True).delete()
         created = UsageDaily.objects.bulk_create(
-            [
-                UsageDaily(
-                    organisation_id=r["organisation_id"], day=first, monthly=True,
-                    api_key_id=r["api_key_id"], model_slug=r["model_slug"],
-                    provider_slug=r["provider_slug"], status=r["status"], calls=r["n"],
-                    cost_usd=r["cost"], prompt_tokens=r["prompt"], cached_tokens=r["cached"],
-                    completion_tokens=r["completion"], estimated=r["est"],
-                    list_cost_usd=r["list_cost"], cost_with_list_usd=r["cost_with_list"],
-                    cheapest_cost_usd=r["cheapest_cost"],
-                    cost_with_cheapest_usd=r["cost_with_cheapest"],
-                )
-                for r in usage
-            ],
-            batch_size=2000,
-        )  # fmt: skip
+            _built(UsageDaily, usage, day=key, monthly=True), batch_size=2000
+        )
         TtftDaily.objects.bulk_create(
             [
-                TtftDaily(organisation_id=r["organisation_id"], day=first, monthly=True,
-                          provider_slug=r["provider_slug"], prompt_bucket=r["prompt_bucket"],
+                TtftDaily(**{f: r[f] for f in TTFT_GROUP}, day=key, monthly=True,
                           ttft_ms=r["ttft_ms"], calls=r["n"])
                 for r in ttft
             ],
             batch_size=5000,
         )  # fmt: skip
     return len(created)
+
+
+def _month_to_date(through: date) -> date | None:
+    """The day the month-to-date rows should cover: ``through`` unless it is its month's
+    first day (its daily rows are as few) or last day (the whole month's rows serve)."""
+    if through.day == 1 or through == month_end(through):
+        return None
+    return through
+
+
+def _roll_month_to_date() -> date | None:
+    """Build the month-to-date rows up to ``through_day`` if not built yet, then publish
+    them (``month_to_date``), then delete the generations before the one replaced: a
+    read that saw the previous state still finds the rows it names. Returns the day the
+    rows cover (None: none are read)."""
+    state = UsageRollupState.objects.order_by("id").first()
+    if state is None or state.through_day is None:
+        return None
+    target = _month_to_date(state.through_day)
+    previous = state.month_to_date
+    if target is not None and target != previous:
+        rollup_month(target.replace(day=1), last=target)
+    if target != previous:
+        UsageRollupState.objects.filter(id=state.id).update(month_to_date=target)
+    # Keep the rows of ``target`` and of ``previous``; older generations go, and so does
+    # ``previous`` if its month is now whole and not the last whole one (a run past two
+    # month ends): ``rolled_rows`` reads whole months as the range of ``day`` from their
+    # first days, so no month-to-date row may stay inside it. (A read that saw the state
+    # before such a run, and reads the rows after it, would miss that month's days: a
+    # window of one run, when beat was down for over a month.)
+    keep = [d for d in (target, previous) if d is not None]
+    stale = ~Q(day__in=keep)
+    if state.months_through is not None:
+        stale |= Q(day__lt=state.months_through)
+    stale = Q(monthly=True) & ~Q(day__day=1) & stale
+    UsageDaily.objects.filter(stale).delete()
+    TtftDaily.objects.filter(stale).delete()
+    return target
 
 
 def _roll_months() -> list[date]:
@@ -224,33 +237,59 @@ def _roll_months() -> list[date]:
     return built
 
 
-def rollup_state() -> tuple[date | None, date | None]:
-    """``(through_day, months_through)`` in one read."""
+def rollup_state() -> tuple[date | None, date | None, date | None]:
+    """``(through_day, months_through, month_to_date)`` in one read."""
     state = UsageRollupState.objects.order_by("id").first()
-    return (state.through_day, state.months_through) if state else (None, None)
+    if state is None:
+        return None, None, None
+    return state.through_day, state.months_through, state.month_to_date
 
 
-def rolled_rows(date_from: date | None, last: date, months_through: date | None) -> Q:
+def archived_before() -> date:
+    """The first day whose Activity rows are all still there: the days before it were
+    archived (``billing.retention``) and are read from the rollups only."""
+    state = UsageRollupState.objects.order_by("id").first()
+    return state.archived_before if state and state.archived_before else date.min
+
+
+def rolled_rows(date_from: date | None, last: date, months_through: date | None,
+                month_to_date: date | None = None) -> Q:  # fmt: skip
     """The UsageDaily/TtftDaily rows that sum to the days [``date_from``, ``last``]
-    (``last`` rolled): the monthly rows of the whole months built, the daily rows of
-    every other day. Each day is counted once."""
+    (``last`` rolled): the monthly rows of the whole months built, the month-to-date
+    rows when they cover exactly the range's last month up to ``last``, the daily rows
+    of every other day. Each day is counted once."""
     start = date_from or date.min
-    daily = Q(monthly=False, day__gte=start, day__lte=last)
-    if months_through is None:
-        return daily
-    first = start if start.day == 1 else month_end(start) + timedelta(days=1)
-    last_whole = last.replace(day=1)
-    if month_end(last_whole) != last:
-        last_whole = (last_whole - timedelta(days=1)).replace(day=1)
-    last_whole = min(last_whole, months_through)
-    if first > last_whole:
-        return daily
-    # Three index ranges: days before the whole months, the months, days after them.
-    return (
-        Q(monthly=False, day__gte=start, day__lt=first)
-        | Q(monthly=True, day__gte=first, day__lte=last_whole)
-        | Q(monthly=False, day__gt=month_end(last_whole), day__lte=last)
-    )
+    parts = []
+    tail = start  # the first day not covered by monthly rows
+    if months_through is not None:
+        first = start if start.day == 1 else month_end(start) + timedelta(days=1)
+        last_whole = last.replace(day=1)
+        if month_end(last_whole) != last:
+            last_whole = (last_whole - timedelta(days=1)).replace(day=1)
+        last_whole = min(last_whole, months_through)
+        if first <= last_whole:
+            # Index ranges: days before the whole months, the months, days after them.
+            # (No month-to-date rows lie in this range: ``_roll_month_to_date``.)
+            parts += [
+                Q(monthly=False, day__gte=start, day__lt=first),
+                Q(monthly=True, day__gte=first, day__lte=last_whole),
+            ]
+            tail = month_end(last_whole) + timedelta(days=1)
+    head = last.replace(day=1)
+    if month_to_date is not None and month_to_date == last and last.day > 1 and tail <= head:
+        if tail < head:
+            parts.append(Q(monthly=False, day__gte=tail, day__lt=head))
+        parts.append(Q(monthly=True, day=last))
+        return _any(parts)
+    parts.append(Q(monthly=False, day__gte=tail, day__lte=last))
+    return _any(parts)
+
+
+def _any(parts: list[Q]) -> Q:
+    out = parts[0]
+    for part in parts[1:]:
+        out |= part
+    return out
 
 
 def rollup_months_through() -> date | None:
@@ -295,6 +334,7 @@ def rollup_refresh(*, now: datetime | None = None, max_days: int | None = None) 
         rolled.append(day)
         day += timedelta(days=1)
     _roll_months()
+    _roll_month_to_date()
     return rolled
 
 
@@ -315,7 +355,7 @@ def rollup_rebuild(*, date_from: date, date_to: date) -> int:
     through = rollup_through_day()
     if through is None:
         return 0
-    day, count = date_from, 0
+    day, count = max(date_from, archived_before()), 0
     while day <= min(date_to, through):
         rollup_day(day)
         day += timedelta(days=1)
@@ -326,6 +366,10 @@ def rollup_rebuild(*, date_from: date, date_to: date) -> int:
         rollup_month(month)  # its daily rows changed
         month = month_end(month) + timedelta(days=1)
     _roll_months()
+    _, _, month_to_date = rollup_state()
+    if month_to_date is not None and date_from <= month_to_date:
+        rollup_month(month_to_date.replace(day=1), last=month_to_date)  # its days changed
+    _roll_month_to_date()
     return count
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
@@ -89,23 +89,37 @@ class ActivityFilters:
     request_id: str = ""
 
 
-def activity_list(*, organisation_id: int, filters: ActivityFilters | None = None) -> QuerySet:
-    queryset = for_organisation(Activity, organisation_id).select_related("api_key")
-    if filters is None:
-        return queryset
+# The filters matched by equality, and the field of Activity (and of the rollups) each
+# one matches.
+_EQUAL_FILTERS = (("model", "model_slug"), ("provider", "provider_slug"),
+                  ("api_key_id", "api_key_id"), ("status", "status"))  # fmt: skip
+
+
+def _matching(queryset: QuerySet, filters: ActivityFilters, names=("model", "provider",
+              "api_key_id", "status")) -> QuerySet:  # fmt: skip
+    """``queryset`` narrowed by the equality filters among ``names`` that are set (a key
+    id of another organisation matches nothing: the queryset is already scoped)."""
+    for name, field in _EQUAL_FILTERS:
+        value = getattr(filters, name)
+        if name in names and value is not None and value != "":
+            queryset = queryset.filter(**{field: value})
+    return queryset
+
+
+def _in_days(queryset: QuerySet, filters: ActivityFilters) -> QuerySet:
+    """``queryset`` (``created_at``) narrowed to the filters' UTC days, both inclusive."""
     if filters.date_from:
         queryset = queryset.filter(created_at__gte=day_start(filters.date_from))
     if filters.date_to:  # inclusive: up to the end of that day
         queryset = queryset.filter(created_at__lt=day_start(filters.date_to) + timedelta(days=1))
-    if filters.model:
-        queryset = queryset.filter(model_slug=filters.model)
-    if filters.provider:
-        queryset = queryset.filter(provider_slug=filters.provider)
-    if filters.api_key_id is not None:
-        # The queryset is already scoped: another organisation's key id matches nothing.
-        queryset = queryset.filter(api_key_id=filters.api_key_id)
-    if filters.status:
-        queryset = queryset.filter(status=filters.status)
+    return queryset
+
+
+def activity_list(*, organisation_id: int, filters: ActivityFilters | None = None) -> QuerySet:
+    queryset = for_organisation(Activity, organisation_id).select_related("api_key")
+    if filters is None:
+        return queryset
+    queryset = _matching(_in_days(queryset, filters), filters)
     if filters.request_id:
         queryset = queryset.filter(request_id=filters.request_id)
     return queryset
@@ -168,15 +182,7 @@ def rejected_list(*, organisation_id: int, filters: ActivityFilters | None = Non
     queryset = for_organisation(RejectedRequest, organisation_id).select_related("api_key")
     if filters is None:
         return queryset
-    if filters.date_from:
-        queryset = queryset.filter(created_at__gte=day_start(filters.date_from))
-    if filters.date_to:
-        queryset = queryset.filter(created_at__lt=day_start(filters.date_to) + timedelta(days=1))
-    if filters.model:
-        queryset = queryset.filter(model_slug=filters.model)
-    if filters.api_key_id is not None:
-        queryset = queryset.filter(api_key_id=filters.api_key_id)
-    return queryset
+    return _matching(_in_days(queryset, filters), filters, names=("model", "api_key_id"))
 
 
 def activity_filter_choices(*, organisation_id: int) -> dict[str, list[str]]:
@@ -480,7 +486,7 @@ def _rolled_annotations(field: str, *, since: datetime, previous: datetime | Non
     from .models import UsageDaily
     from .rollups import rolled_rows, rollup_state
 
-    through, months_through = rollup_state()
+    through, months_through, month_to_date = rollup_state()
     rolled = UsageDaily.objects.filter(**{field: OuterRef("pk")})
     recent = Activity.objects.filter(**{field: OuterRef("pk")})
     if through is not None:
@@ -493,7 +499,7 @@ def _rolled_annotations(field: str, *, since: datetime, previous: datetime | Non
         if through is None:
             return Q()
         last = min(end - timedelta(days=1), through) if end else through
-        return rolled_rows(start, last, months_through)
+        return rolled_rows(start, last, months_through, month_to_date)
 
     def total(queryset: QuerySet, value, output) -> Coalesce:
         sub = queryset.order_by().values(field).annotate(v=value).values("v")[:1]
@@ -553,20 +559,16 @@ def _split(
 
     filters = filters or ActivityFilters()
     raw = activity_list(organisation_id=organisation_id, filters=filters).order_by()
-    through, months_through = rollup_state() if organisation_id else (None, None)
+    through, months_through, month_to_date = (
+        rollup_state() if organisation_id else (None, None, None)
+    )
     if through is None or filters.request_id or (filters.date_from and filters.date_from > through):
         return _Split(None, None, raw)
     last = min(filters.date_to, through) if filters.date_to else through
-    days = rolled_rows(filters.date_from, last, months_through if monthly else None)
-    rolled = UsageDaily.objects.filter(days, organisation_id=organisation_id)
-    if filters.model:
-        rolled = rolled.filter(model_slug=filters.model)
-    if filters.provider:
-        rolled = rolled.filter(provider_slug=filters.provider)
-    if filters.api_key_id is not None:
-        rolled = rolled.filter(api_key_id=filters.api_key_id)
-    if filters.status:
-        rolled = rolled.filter(status=filters.status)
+    if not monthly:
+        months_through = month_to_date = None
+    days = rolled_rows(filters.date_from, last, months_through, month_to_date)
+    rolled = _matching(UsageDaily.objects.filter(days, organisation_id=organisation_id), filters)
     ttft_rolled = None
     if not (filters.model or filters.api_key_id is not None or filters.status):
         ttft_rolled = TtftDaily.objects.filter(days, organisation_id=organisation_id)
@@ -621,6 +623,26 @@ def usage_totals(*, organisation_id: int, filters: ActivityFilters | None = None
     split = _split(organisation_id, filters)
     rolled = split.rolled.aggregate(**_rolled_sums()) if split.rolled is not None else None
     return _finish(_add(rolled, split.recent.aggregate(**_raw_sums())))
+
+
+def activity_row_count(*, organisation_id: int, filters: ActivityFilters, totals: dict) -> int:
+    """How many rows the filtered Activity list has, given its ``usage_totals``: their
+    calls, less those of the days archived (billing.retention; the rollups keep them in
+    the totals, the table no longer has their rows; the pending rows a run left there
+    are not counted)."""
+    from .rollups import archived_before
+
+    kept_from = archived_before()
+    if (
+        kept_from == date.min
+        or filters.request_id
+        or (filters.date_from and filters.date_from >= kept_from)
+    ):
+        return totals["calls"]
+    if filters.date_to and filters.date_to < kept_from:
+        return 0
+    kept = replace(filters, date_from=kept_from)
+    return usage_totals(organisation_id=organisation_id, filters=kept)["calls"]
 
 
 def _grouped(split: _Split, rolled_fields: tuple, raw_fields: tuple, raw_qs=None) -> dict:

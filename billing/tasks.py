@@ -49,3 +49,12 @@ def usage_rollup_task() -> int:
     from .rollups import rollup_refresh
 
     return len(rollup_refresh(max_days=31))
+
+
+@shared_task(name="billing.activity_archive")
+def activity_archive_task() -> int:
+    """Archive then delete Activity rows past ``ACTIVITY_RETENTION_DAYS`` (0: none), at
+    most ~1 M rows a run (billing.retention); returns the rows deleted."""
+    from .retention import activity_archive_expired
+
+    return activity_archive_expired(max_rows=1_000_000).deleted

@@ -322,6 +322,14 @@ UBERLLM = {
     "PROBE_TIMEOUT_S": env.float("UBERLLM_PROBE_TIMEOUT_S", default=90.0),
     # Retention: probe results are kept this many days (speed samples: SPEED_MAX_AGE_S).
     "PROBE_RESULT_MAX_AGE_DAYS": env.int("UBERLLM_PROBE_RESULT_MAX_AGE_DAYS", default=30),
+    # Retention of the ledger (billing.retention): Activity rows (and their attempts) of
+    # whole months older than this many days are archived to gzip JSON lines under
+    # ACTIVITY_ARCHIVE_DIR (one file per organisation and month), then deleted; the
+    # rollups keep those months on the Usage page. 0: keep every row forever.
+    "ACTIVITY_RETENTION_DAYS": env.int("UBERLLM_ACTIVITY_RETENTION_DAYS", default=0),
+    "ACTIVITY_ARCHIVE_DIR": env(
+        "UBERLLM_ACTIVITY_ARCHIVE_DIR", default=str(VAR_DIR / "activity-archive")
+    ),
     # Calls in flight checkpoint their Activity row this often (alive + tokens delivered);
     # the reconciler (every RECONCILE_EVERY_S) closes a pending row whose last beat is
     # older than RECONCILE_AFTER_S (a dead process), billing what was delivered.
@@ -402,6 +410,13 @@ CELERY_BEAT_SCHEDULE = {
     "usage-rollup": {
         "task": "billing.usage_rollup",
         "schedule": crontab(minute=20),
+        "options": {"expires": 3600},
+    },
+    # Ledger retention: archive then delete Activity past ACTIVITY_RETENTION_DAYS (a no-op
+    # at 0); at most ~1 M rows a run, so a first run on a large ledger spreads over hours.
+    "activity-archive": {
+        "task": "billing.activity_archive",
+        "schedule": crontab(minute=40),
         "options": {"expires": 3600},
     },
     # R3.4: open each UTC day's hedge budget at 00:00 (and every hour, harmlessly).

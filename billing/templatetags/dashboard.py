@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django import template
-from django.utils.html import format_html
+from django.utils.html import conditional_escape
+from django.utils.safestring import mark_safe
 
 from ..money import decimal_str, usd_short
 
@@ -19,12 +20,14 @@ def usd(value) -> str:
 @register.filter
 def money(value) -> str:
     """Short dollars with the exact value on hover: ``<span title="0.0000102 USD">``."""
-    return format_html(
-        '<span class="money" title="{} USD" data-exact="{}">{}</span>',
-        decimal_str(value),
-        decimal_str(value),
-        usd_short(value),
-    )
+    return mark_safe(_money_html(value))  # noqa: S308 (digits, "$", ",", ".", "-" only)
+
+
+def _money_html(value) -> str:
+    # decimal_str and usd_short write only digits, "$", ",", "." and "-": nothing to
+    # escape (format_html would return the same text, ~5 times slower).
+    exact = decimal_str(value)
+    return f'<span class="money" title="{exact} USD" data-exact="{exact}">{usd_short(value)}</span>'
 
 
 @register.filter
@@ -86,25 +89,22 @@ def usage_cells(row: dict, label, label_name: str) -> str:
     the 366-day per-day table the slowest part of the Usage page."""
     savings = row["savings"]
     if savings.vs_list is not None:
-        vs_list = format_html(
-            "{} <small>{}</small>", money(savings.vs_list), percent(savings.vs_list_percent)
+        vs_list = (
+            f"{_money_html(savings.vs_list)} <small>{percent(savings.vs_list_percent)}</small>"
         )
     else:
         vs_list = "—"
-    vs_cheapest = money(savings.vs_cheapest) if savings.vs_cheapest is not None else "—"
-    return format_html(
-        '<td data-label="{}">{}</td><td class="num" data-label="Calls">{}</td>'
-        '<td class="num" data-label="Input">{}</td><td class="num" data-label="Cached">{}</td>'
-        '<td class="num" data-label="Output">{}</td><td class="num" data-label="Spend">{}</td>'
-        '<td class="num saved" data-label="Saved vs list">{}</td>'
-        '<td class="num" data-label="vs cheapest-input">{}</td>',
-        label_name,
-        label,
-        num(row["calls"]),
-        num(row["prompt"]),
-        num(row["cached"]),
-        num(row["completion"]),
-        money(row["cost"]),
-        vs_list,
-        vs_cheapest,
+    vs_cheapest = _money_html(savings.vs_cheapest) if savings.vs_cheapest is not None else "—"
+    # Only the label and its name can hold text to escape: num, percent and _money_html
+    # write digits and punctuation (the same HTML format_html built, in a fraction of
+    # the time: the 366-row per-day table).
+    return mark_safe(  # noqa: S308
+        f'<td data-label="{conditional_escape(label_name)}">{conditional_escape(label)}</td>'
+        f'<td class="num" data-label="Calls">{num(row["calls"])}</td>'
+        f'<td class="num" data-label="Input">{num(row["prompt"])}</td>'
+        f'<td class="num" data-label="Cached">{num(row["cached"])}</td>'
+        f'<td class="num" data-label="Output">{num(row["completion"])}</td>'
+        f'<td class="num" data-label="Spend">{_money_html(row["cost"])}</td>'
+        f'<td class="num saved" data-label="Saved vs list">{vs_list}</td>'
+        f'<td class="num" data-label="vs cheapest-input">{vs_cheapest}</td>'
     )

@@ -45,15 +45,18 @@ def activity_list_view(request: HttpRequest) -> HttpResponse:
         context.update(_rejected_context(request, form))
         return render(request, "dashboard/activity.html", context)
     if form.is_valid():  # totals from the daily rollups (docs/operations.md)
-        totals = selectors.usage_totals(
-            organisation_id=request.organisation.id, filters=form.filters()
+        filters = form.filters()
+        totals = selectors.usage_totals(organisation_id=request.organisation.id, filters=filters)
+        count = selectors.activity_row_count(
+            organisation_id=request.organisation.id, filters=filters, totals=totals
         )
     else:
         totals = selectors.activity_totals(queryset)
-    # The totals' count is the rows' count: no COUNT(*) over every row, and no scan for
-    # rows of a filter combination that has none.
-    paginator = Paginator(queryset if totals["calls"] else queryset.none(), PAGE_SIZE)
-    paginator.count = totals["calls"]
+        count = totals["calls"]
+    # The totals' count is the rows' count (less archived days): no COUNT(*) over every
+    # row, and no scan for rows of a filter combination that has none.
+    paginator = Paginator(queryset if count else queryset.none(), PAGE_SIZE)
+    paginator.count = count
     page = paginator.get_page(request.GET.get("page"))
     for activity in page:
         activity.savings = activity_savings(activity)

@@ -13,11 +13,19 @@ from decimal import Decimal
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.db.models import F
 from django.test import Client
 
 from billing import selectors
 from billing.management.commands.seed_activity import seed_activity
-from billing.models import Activity, ApiKey, TtftDaily, UsageDaily, UsageDayTotal
+from billing.models import (
+    Activity,
+    ApiKey,
+    TtftDaily,
+    UsageDaily,
+    UsageDayTotal,
+    UsageRollupState,
+)
 from billing.rollups import (
     SETTLE_MARGIN,
     day_totals,
@@ -255,24 +263,115 @@ def test_a_monthly_row_is_what_is_read_for_a_whole_month(ledger):
     assert _n(tuple(after.values())) == _n(tuple(before.values()))
 
 
+def _month_to_date_days() -> set:
+    days = set()
+    for model in (UsageDaily, TtftDaily):
+        rows = model.objects.filter(monthly=True).exclude(day__day=1)
+        days |= set(rows.values_list("day", flat=True))
+    return days
+
+
+def test_month_to_date_rows_are_read_and_match_the_rows(ledger):
+    """The month in progress up to the last rolled day is one set of monthly rows
+    (``day`` = that last day): its sums and TTFT percentiles are those of the rows; a new
+    day replaces them, the generation before is kept for a read that saw the previous
+    state, older ones go; a whole month leaves none behind."""
+    a, b = ledger
+    org = a.organisation.id
+    rollup_refresh(now=NOW)
+    through = rollup_through_day()
+    state = UsageRollupState.objects.get()
+    assert state.month_to_date == through == NOW.date() - timedelta(days=1)
+    assert _month_to_date_days() == {through}
+    # The TTFT percentiles of a range ending on the last rolled day come from those rows
+    # (change one: the read changes) and equal the raw computation (rounded values).
+    since = ActivityFilters(date_from=through.replace(day=1) - timedelta(days=40))
+    rows = TtftDaily.objects.filter(organisation_id=org, monthly=True, day=through)
+    assert rows.exists()
+    assert _flat_ttft(selectors.usage_ttft(organisation_id=org, filters=since)) == (
+        _expected_ttft(_raw(org, since))
+    )
+    first = rows.order_by("id").first()
+    TtftDaily.objects.filter(id=first.id).update(calls=F("calls") + 100_000)
+    changed = _flat_ttft(selectors.usage_ttft(organisation_id=org, filters=since))
+    assert changed[(first.provider_slug, first.prompt_bucket)]["calls"] == (
+        _expected_ttft(_raw(org, since))[(first.provider_slug, first.prompt_bucket)]["calls"]
+        + 100_000
+    )
+    rollup_rebuild(date_from=through, date_to=through)  # puts it right
+    assert _flat_ttft(selectors.usage_ttft(organisation_id=org, filters=since)) == (
+        _expected_ttft(_raw(org, since))
+    )
+    # The next day: new rows, the previous generation kept, and a read of either state
+    # gives the rows' figures.
+    rollup_refresh(now=NOW + timedelta(days=1))
+    assert _month_to_date_days() == {through, through + timedelta(days=1)}
+    _assert_reads_match_rows(a, b)
+    UsageRollupState.objects.update(through_day=through, month_to_date=through)
+    _assert_reads_match_rows(a, b)
+    rollup_refresh(now=NOW + timedelta(days=1))
+    rollup_refresh(now=NOW + timedelta(days=2))
+    assert _month_to_date_days() == {through + timedelta(days=1), through + timedelta(days=2)}
+    # The month completes: its whole-month rows are read (none to date on the 1st), then
+    # the next month's; none of the month before remain.
+    next_month = (NOW.replace(day=28) + timedelta(days=5)).replace(day=2)
+    rollup_refresh(now=next_month)
+    assert rollup_months_through() == NOW.date().replace(day=1)
+    assert UsageRollupState.objects.get().month_to_date is None
+    _assert_reads_match_rows(a, b)
+    rollup_refresh(now=next_month + timedelta(days=1))
+    assert UsageRollupState.objects.get().month_to_date == next_month.date()
+    assert _month_to_date_days() <= {next_month.date()}  # (no call in April here)
+    _assert_reads_match_rows(a, b)
+
+
+def test_a_run_past_two_month_ends_never_reads_the_kept_generation_as_a_month(ledger):
+    """Rolled on 13 January, then (beat down) on 14 March: January and February become
+    whole months, so January's month-to-date rows (the generation before) go: a range
+    over both months reads each day once."""
+    a, b = ledger
+    rollup_refresh(now=NOW - timedelta(days=60))
+    january = UsageRollupState.objects.get().month_to_date
+    assert january.month == 1
+    _assert_reads_match_rows(a, b)
+    rollup_refresh(now=NOW)
+    assert rollup_months_through() == NOW.date().replace(month=2, day=1)
+    assert _month_to_date_days() == {NOW.date() - timedelta(days=1)}
+    _assert_reads_match_rows(a, b)
+
+
 def test_a_rollup_is_what_is_read(ledger):
     """Fails if the reads ignored the rollups: change a rolled day's row in the rollup only."""
     a, _ = ledger
     rollup_refresh(now=NOW)
-    before = selectors.usage_totals(organisation_id=a.organisation.id)
-    # A day of the month still open (whole months are read from their monthly rows).
+    org = a.organisation.id
+    before = selectors.usage_totals(organisation_id=org)
+    through = rollup_through_day()
+    # A day of the month still open (whole months are read from their monthly rows, the
+    # open month up to the last rolled day from its month-to-date rows): read for a range
+    # that ends the day before.
+    open_days = ActivityFilters(date_from=through.replace(day=1),
+                                date_to=through - timedelta(days=1))  # fmt: skip
+    before_open = selectors.usage_totals(organisation_id=org, filters=open_days)
     row = UsageDaily.objects.filter(
-        organisation=a.organisation, monthly=False, day__gte=NOW.date().replace(day=1)
-    ).first()
+        organisation=a.organisation, monthly=False, day__gte=through.replace(day=1),
+        day__lt=through,
+    ).first()  # fmt: skip
     UsageDaily.objects.filter(id=row.id).update(calls=row.calls + 1000)
-    assert selectors.usage_totals(organisation_id=a.organisation.id)["calls"] == (
-        before["calls"] + 1000
+    assert selectors.usage_totals(organisation_id=org, filters=open_days)["calls"] == (
+        before_open["calls"] + 1000
     )
-    # ...and a rebuild puts it right (idempotent: twice is the same).
+    # The month to date: what a range ending on the last rolled day reads.
+    to_date = UsageDaily.objects.filter(organisation=a.organisation, monthly=True, day=through)
+    to_date.filter(id=to_date.first().id).update(calls=F("calls") + 7)
+    assert selectors.usage_totals(organisation_id=org)["calls"] == before["calls"] + 7
+    # ...and a rebuild puts both right (idempotent: twice is the same).
     rollup_rebuild(date_from=row.day, date_to=row.day)
     rollup_day(row.day)
-    after = selectors.usage_totals(organisation_id=a.organisation.id)
+    after = selectors.usage_totals(organisation_id=org)
     assert _n(tuple(after.values())) == _n(tuple(before.values()))
+    after = selectors.usage_totals(organisation_id=org, filters=open_days)
+    assert _n(tuple(after.values())) == _n(tuple(before_open.values()))
 
 
 def test_day_totals_are_the_daily_rows_summed_and_are_read(ledger):
