@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-from .types import EndpointInfo, ModelInfo
+from .pricing import request_cost
+from .speed import SpeedSummary
+from .types import EndpointInfo, ModelInfo, bucket_for
 
 SHIFT_FACTOR = 2.0
 CONFIRMATIONS = 2
@@ -64,3 +66,55 @@ def within_probe_budget(spent_today_usd: float, probe_cost_usd: float, budget_us
     plus its worst cost (with its confirmations) stays within ``budget_usd``; a budget of
     0 (or less) means no limit."""
     return budget_usd <= 0 or spent_today_usd + probe_worst_cost(probe_cost_usd) <= budget_usd
+
+
+def probe_relevant(
+    endpoint: EndpointInfo,
+    prompt_tokens: int,
+    model: ModelInfo,
+    endpoints: Sequence[EndpointInfo],
+    speed: SpeedSummary,
+    *,
+    ratio: float = 2.0,
+    under_s: float = 1.0,
+    dear_min_discount: float = 0.5,
+) -> bool:
+    """Probe economy by need (pure): could a probe of ``endpoint`` at ``prompt_tokens``
+    (uncached) change where an uncached prompt of that size goes?
+
+    ``speed`` gives each endpoint's typical uncached TTFT in the probe's bucket. Among
+    the endpoints R2.9 may pick for speed (``worth_probing``), R2.4/R2.5 send such a
+    prompt to the cheapest one within ``ratio`` x the fastest (or under ``under_s``).
+    A probe is needed for an endpoint without data in the bucket, for the fastest one
+    (it sets the bar: a slowdown there lets cheaper endpoints in, R5.1), for the
+    current pick (a slowdown there must move traffic; skipped anyway when real traffic
+    measured it) and for every endpoint cheaper than the pick (one that got fast enough
+    would take the traffic). An endpoint dearer than the pick and slower than the
+    fastest cannot take that traffic whatever its speed does, short of becoming the
+    fastest: its probe is skipped. It is measured again by its real calls (hedge legs,
+    retries, cached turns go to their own window), and probed again as soon as the
+    pick or the fastest changes, or its samples expire (no data: probed).
+    """
+    eligible = [e for e in endpoints if worth_probing(e, model, endpoints, dear_min_discount)]
+    bucket = bucket_for(prompt_tokens)
+    known = {e.endpoint_id: speed.typical(e.endpoint_id, bucket) for e in eligible}
+    mine = known.get(endpoint.endpoint_id)
+    measured = [t for t in known.values() if t is not None]
+    if mine is None or not measured:
+        return True
+    fastest = min(measured)
+    if mine <= fastest:
+        return True
+    fast = [
+        e
+        for e in eligible
+        if (t := known[e.endpoint_id]) is not None and (t <= ratio * fastest or t < under_s)
+    ]
+    if not fast:
+        return True
+
+    def cost(e: EndpointInfo) -> float:
+        return request_cost(e, prompt_tokens, 0, 0)
+
+    pick = min(cost(e) for e in fast)
+    return cost(endpoint) <= pick

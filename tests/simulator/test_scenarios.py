@@ -87,4 +87,5 @@ def test_outage_is_felt_and_smart_marks_the_provider() -> None:
     # issue 10: 6.2 ms (1.2 ms without the per-attempt first-token budget): legs that hang
     # past max(20 s, 4x typical) now end as failed attempts, their time counted as lost,
     # while the other leg of their race serves; TTFTs are identical with and without it
-    assert smart["lost_ms_per_request"] < 10
+    # paced hedge budget (issue 10): fewer races, so more hung legs are retried alone: 11.1 ms
+    assert smart["lost_ms_per_request"] < 15
