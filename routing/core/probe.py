@@ -85,15 +85,17 @@ def probe_relevant(
     ``speed`` gives each endpoint's typical uncached TTFT in the probe's bucket. Among
     the endpoints R2.9 may pick for speed (``worth_probing``), R2.4/R2.5 send such a
     prompt to the cheapest one within ``ratio`` x the fastest (or under ``under_s``).
-    A probe is needed for an endpoint without data in the bucket, for the fastest one
-    (it sets the bar: a slowdown there lets cheaper endpoints in, R5.1), for the
-    current pick (a slowdown there must move traffic; skipped anyway when real traffic
-    measured it) and for every endpoint cheaper than the pick (one that got fast enough
-    would take the traffic). An endpoint dearer than the pick and slower than the
-    fastest cannot take that traffic whatever its speed does, short of becoming the
-    fastest: its probe is skipped. It is measured again by its real calls (hedge legs,
-    retries, cached turns go to their own window), and probed again as soon as the
-    pick or the fastest changes, or its samples expire (no data: probed).
+    A probe is needed for an endpoint without data in the bucket, for the current pick
+    (a slowdown there must move traffic; skipped anyway when real traffic measured it)
+    and for every endpoint cheaper than the pick (one that got fast enough would take
+    the traffic). The fastest endpoint, when dearer than the pick, sets the bar: its
+    probe is needed only if a slowdown there (which raises the bar to at most ``ratio``
+    x the next fastest) could let an endpoint cheaper than the pick in (R5.1: catch a
+    slowdown at one size). Any other endpoint, dearer than the pick and slower than the
+    fastest, cannot take that traffic whatever its speed does, short of becoming the
+    fastest: its probe is skipped. Skipped endpoints are still measured by their real
+    calls (hedge legs, retries), and probed again as soon as the pick or the fastest
+    changes, or their samples expire (no data: probed).
     """
     eligible = [e for e in endpoints if worth_probing(e, model, endpoints, dear_min_discount)]
     bucket = bucket_for(prompt_tokens)
@@ -103,18 +105,25 @@ def probe_relevant(
     if mine is None or not measured:
         return True
     fastest = min(measured)
-    if mine <= fastest:
-        return True
-    fast = [
-        e
-        for e in eligible
-        if (t := known[e.endpoint_id]) is not None and (t <= ratio * fastest or t < under_s)
-    ]
-    if not fast:
-        return True
+
+    def fast_enough(ttft: float | None, bar_s: float) -> bool:
+        return ttft is not None and (ttft <= ratio * bar_s or ttft < under_s)
 
     def cost(e: EndpointInfo) -> float:
         return request_cost(e, prompt_tokens, 0, 0)
 
+    fast = [e for e in eligible if fast_enough(known[e.endpoint_id], fastest)]
+    if not fast:
+        return True
     pick = min(cost(e) for e in fast)
-    return cost(endpoint) <= pick
+    if cost(endpoint) <= pick:
+        return True  # the pick, or cheaper: it would take the traffic if fast enough
+    if mine > fastest:
+        return False  # dearer and not the fastest
+    # the fastest, dearer than the pick: a slowdown could only raise the bar to ratio x
+    # the next fastest; needed if that would let an endpoint cheaper than the pick in
+    others = [t for eid, t in known.items() if t is not None and eid != endpoint.endpoint_id]
+    if not others:
+        return True
+    next_fastest = min(others)
+    return any(cost(e) < pick and fast_enough(known[e.endpoint_id], next_fastest) for e in eligible)
