@@ -243,11 +243,12 @@ def test_paced_budget_keeps_the_rest_of_the_day_for_later(
     HedgeBudgetDay.objects.create(day=day, budget_nanousd=10 * 10**9, spent_nanousd=5 * 10**9)
     assert budget.hedge_budget_left_usd(day) == 0  # paced: nothing left at noon
     wait_learnt()
-    emulator.control("alpha", ttft_base_s=2.0)
+    emulator.control("alpha", ttft_base_s=5.0)  # the cheapest fast provider stalls
     _, provider, _ = _stream_text(client, fresh(LONG))
     assert provider == "alpha" and len(emulator.log("bravo")) == 0  # not hedged
     hedge_settings["HEDGE_BUDGET_BURST_S"] = 86_400.0  # not paced: the day's budget
     assert budget.hedge_budget_left_usd(day) == Decimal(5)
     wait_learnt()
     _, provider, _ = _stream_text(client, fresh(LONG))
-    assert provider == "bravo"  # hedged after 0.3 s; bravo answered first
+    assert len(emulator.log("bravo")) == 1  # hedged after 0.3 s
+    assert provider == "bravo"  # and bravo answered first
