@@ -7,6 +7,7 @@ budget without overspending it. The amounts follow the pure rules of
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -15,6 +16,7 @@ from django.db.models import F
 
 from uberllm.aio import db_call
 
+from .core.budget import HEDGE_BUDGET_BURST_S, paced_allowance_usd
 from .models import NANO, HedgeBudgetDay
 
 
@@ -25,6 +27,18 @@ def nano(usd: Decimal) -> int:
 
 def utc_today() -> date:
     return datetime.now(UTC).date()
+
+
+def paced_allowance(budget: Decimal, day: date, now: float | None = None) -> Decimal:
+    """What ``day``'s spend may reach at ``now`` (Unix s, default: now), as
+    ``routing.core.budget.paced_allowance_usd``: the budget accrues over the UTC day plus
+    ``HEDGE_BUDGET_BURST_S`` seconds' worth at 00:00 (default one hour; a day or more:
+    not paced). Another day than ``now``'s: the whole budget."""
+    burst = settings.UBERLLM.get("HEDGE_BUDGET_BURST_S", HEDGE_BUDGET_BURST_S)
+    now = time.time() if now is None else now
+    if day != datetime.fromtimestamp(now, UTC).date():
+        return budget
+    return min(budget, Decimal(str(paced_allowance_usd(float(budget), now, burst))))
 
 
 def hedge_budget_open_day(day: date | None = None) -> HedgeBudgetDay:
@@ -39,9 +53,14 @@ def hedge_budget_open_day(day: date | None = None) -> HedgeBudgetDay:
 def hedge_budget_try_reserve(amount: Decimal, day: date | None = None) -> bool:
     """Reserve ``amount`` USD today if the budget left covers it (atomic, all or nothing)."""
     row, amount_nano = hedge_budget_open_day(day), nano(amount)
-    updated = HedgeBudgetDay.objects.filter(
-        id=row.id, spent_nanousd__lte=F("budget_nanousd") - amount_nano
-    ).update(spent_nanousd=F("spent_nanousd") + amount_nano, hedges=F("hedges") + 1)
+    allowance = nano(paced_allowance(row.budget_usd, row.day))
+    updated = (
+        HedgeBudgetDay.objects.filter(
+            id=row.id, spent_nanousd__lte=F("budget_nanousd") - amount_nano
+        )
+        .filter(spent_nanousd__lte=allowance - amount_nano)  # paced over the day
+        .update(spent_nanousd=F("spent_nanousd") + amount_nano, hedges=F("hedges") + 1)
+    )
     return updated == 1
 
 
@@ -55,7 +74,7 @@ def hedge_budget_replace(reserved: Decimal, actual: Decimal, day: date | None = 
 
 def hedge_budget_remaining(day: date | None = None) -> Decimal:
     row = hedge_budget_open_day(day)
-    return max(Decimal(0), row.budget_usd - row.spent_usd)
+    return max(Decimal(0), paced_allowance(row.budget_usd, row.day) - row.spent_usd)
 
 
 async def hedge_budget_reserve(amount: Decimal) -> bool:
@@ -70,7 +89,8 @@ async def hedge_budget_settle(reserved: Decimal, actual: Decimal) -> None:
 
 def hedge_budget_left_usd(day: date | None = None) -> Decimal:
     """Today's budget left, read only (a day without a row has its whole budget)."""
-    row = HedgeBudgetDay.objects.filter(day=day or utc_today()).first()
+    day = day or utc_today()
+    row = HedgeBudgetDay.objects.filter(day=day).first()
     if row is None:
-        return Decimal(str(settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"]))
-    return max(Decimal(0), row.budget_usd - row.spent_usd)
+        return paced_allowance(Decimal(str(settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"])), day)
+    return max(Decimal(0), paced_allowance(row.budget_usd, row.day) - row.spent_usd)

@@ -38,6 +38,7 @@ from .catalog import EndpointRoute, load_catalog
 from .core.probe import (
     CONFIRMATIONS,
     confirmed_shift,
+    probe_relevant,
     probe_worst_cost,
     shift_direction,
     within_probe_budget,
@@ -90,15 +91,19 @@ def probe_targets(
 
     Probe economy (issue 10): an endpoint that can never be picked for speed for an
     uncached prompt (R2.9, ``worth_probing``) is not probed; a size whose bucket real
-    traffic measured (uncached) during the last period is skipped. A cold endpoint (no
-    sample at all within the speed window: new, re-enabled, or a gateway with empty
-    routing data) is also probed below 8k; ``cold_only`` probes just those (the
+    traffic measured (uncached) during the last period is skipped, and so is one that
+    could not change where an uncached prompt of that size goes (``probe_relevant``:
+    dearer than the current pick and not the fastest; ``PROBE_BY_NEED``, default on).
+    A cold endpoint (no sample at all within the speed window: new, re-enabled, or a
+    gateway with empty routing data) is also probed below 8k; ``cold_only`` probes just those (the
     cold-start task, every minute).
     """
     conf = settings.UBERLLM
     done = set(ProbeResult.objects.filter(cycle=cycle).values_list("endpoint_id", "prompt_tokens"))
     recent = _measured_since(conf["PROBE_PERIOD_S"], real=True)
     known = {eid for eid, _ in _measured_since(conf["SPEED_MAX_AGE_S"], real=False)}
+    by_need = conf.get("PROBE_BY_NEED", True)
+    summary = load_speed_summary() if by_need and not cold_only else None
     targets = []
     for slug, model in load_catalog().items():
         infos = [route.info for route in model.endpoints]
@@ -113,6 +118,9 @@ def probe_targets(
                 fits = size + 1 <= route.info.context_length
                 skip = (route.endpoint_id, size) in done
                 skip = skip or (route.endpoint_id, bucket_for(size)) in recent
+                if summary is not None and not cold and not skip:
+                    # by need (issue 10): only probes that could move an uncached pick
+                    skip = not probe_relevant(route.info, size, model.info, infos, summary)
                 if fits and not skip:
                     targets.append(ProbeTarget(slug, route, size))
     return within_budget(targets)

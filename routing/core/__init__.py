@@ -3,7 +3,7 @@
 See docs/routing.md for the rules as implemented.
 """
 
-from .budget import InMemoryHedgeBudget, budget_day
+from .budget import HEDGE_BUDGET_BURST_S, InMemoryHedgeBudget, budget_day, paced_allowance_usd
 from .candidate import DEFAULT_TUNING, SmartTuning
 from .hedge import HedgeDecision, hedge_partner, hedge_policy
 from .marks import UnusableMarks
@@ -37,6 +37,7 @@ from .types import (
 __all__ = [
     "BUCKETS",
     "DEFAULT_TUNING",
+    "HEDGE_BUDGET_BURST_S",
     "Bucket",
     "EndpointInfo",
     "FailureVerdict",
@@ -68,6 +69,7 @@ __all__ = [
     "is_retryable",
     "list_price_cost",
     "marks_unusable",
+    "paced_allowance_usd",
     "plan_route",
     "prefix_hashes",
     "request_cost",

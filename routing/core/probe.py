@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-from .types import EndpointInfo, ModelInfo
+from .pricing import request_cost
+from .speed import SpeedSummary
+from .types import EndpointInfo, ModelInfo, bucket_for
 
 SHIFT_FACTOR = 2.0
 CONFIRMATIONS = 2
@@ -64,3 +66,64 @@ def within_probe_budget(spent_today_usd: float, probe_cost_usd: float, budget_us
     plus its worst cost (with its confirmations) stays within ``budget_usd``; a budget of
     0 (or less) means no limit."""
     return budget_usd <= 0 or spent_today_usd + probe_worst_cost(probe_cost_usd) <= budget_usd
+
+
+def probe_relevant(
+    endpoint: EndpointInfo,
+    prompt_tokens: int,
+    model: ModelInfo,
+    endpoints: Sequence[EndpointInfo],
+    speed: SpeedSummary,
+    *,
+    ratio: float = 2.0,
+    under_s: float = 1.0,
+    dear_min_discount: float = 0.5,
+) -> bool:
+    """Probe economy by need (pure): could a probe of ``endpoint`` at ``prompt_tokens``
+    (uncached) change where an uncached prompt of that size goes?
+
+    ``speed`` gives each endpoint's typical uncached TTFT in the probe's bucket. Among
+    the endpoints R2.9 may pick for speed (``worth_probing``), R2.4/R2.5 send such a
+    prompt to the cheapest one within ``ratio`` x the fastest (or under ``under_s``).
+    A probe is needed for an endpoint without data in the bucket, for the current pick
+    (a slowdown there must move traffic; skipped anyway when real traffic measured it)
+    and for every endpoint cheaper than the pick (one that got fast enough would take
+    the traffic). The fastest endpoint, when dearer than the pick, sets the bar: its
+    probe is needed only if a slowdown there (which raises the bar to at most ``ratio``
+    x the next fastest) could let an endpoint cheaper than the pick in (R5.1: catch a
+    slowdown at one size). Any other endpoint, dearer than the pick and slower than the
+    fastest, cannot take that traffic whatever its speed does, short of becoming the
+    fastest: its probe is skipped. Skipped endpoints are still measured by their real
+    calls (hedge legs, retries), and probed again as soon as the pick or the fastest
+    changes, or their samples expire (no data: probed).
+    """
+    eligible = [e for e in endpoints if worth_probing(e, model, endpoints, dear_min_discount)]
+    bucket = bucket_for(prompt_tokens)
+    known = {e.endpoint_id: speed.typical(e.endpoint_id, bucket) for e in eligible}
+    mine = known.get(endpoint.endpoint_id)
+    measured = [t for t in known.values() if t is not None]
+    if mine is None or not measured:
+        return True
+    fastest = min(measured)
+
+    def fast_enough(ttft: float | None, bar_s: float) -> bool:
+        return ttft is not None and (ttft <= ratio * bar_s or ttft < under_s)
+
+    def cost(e: EndpointInfo) -> float:
+        return request_cost(e, prompt_tokens, 0, 0)
+
+    fast = [e for e in eligible if fast_enough(known[e.endpoint_id], fastest)]
+    if not fast:
+        return True
+    pick = min(cost(e) for e in fast)
+    if cost(endpoint) <= pick:
+        return True  # the pick, or cheaper: it would take the traffic if fast enough
+    if mine > fastest:
+        return False  # dearer and not the fastest
+    # the fastest, dearer than the pick: a slowdown could only raise the bar to ratio x
+    # the next fastest; needed if that would let an endpoint cheaper than the pick in
+    others = [t for eid, t in known.items() if t is not None and eid != endpoint.endpoint_id]
+    if not others:
+        return True
+    next_fastest = min(others)
+    return any(cost(e) < pick and fast_enough(known[e.endpoint_id], next_fastest) for e in eligible)

@@ -119,14 +119,24 @@ def rank_smart(candidates: list[Candidate]) -> Ranked:
 def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float) -> Ranked:
     """R2.6: with probability ``exploration_rate`` put first a random price-eligible
     endpoint with too little data in this bucket, or whose data is stale (no recent
-    sample), other than the normal first choice.
+    sample) and which is cheaper for this request than the normal first choice, other
+    than the normal first choice.
+
+    Stale data is explored to notice a provider that got faster; one dearer than the
+    normal choice would not take the traffic if it had (R2.5), so exploring it only
+    costs the customer (with probes by need, ``probe_relevant``, such endpoints are no
+    longer probed every period and their windows go stale).
 
     The rng is only drawn from when such an endpoint exists.
     """
     if exploration_rate <= 0 or len(ranked) < 2:
         return ranked
     first = ranked[0][0]
-    pool = [c for c, _ in ranked[1:] if (c.thin or c.stale) and c.price_eligible]
+    pool = [
+        c
+        for c, _ in ranked[1:]
+        if c.price_eligible and (c.thin or (c.stale and cost_key(c) < cost_key(first)))
+    ]
     if not pool or rng.random() >= exploration_rate:
         return ranked
     explored = pool[rng.randrange(len(pool))]

@@ -41,6 +41,7 @@ REQUIRED_ENDPOINT = ("provider", "price_input", "price_output")
 PRICE_FIELDS = frozenset({"price_input", "price_cache_read", "price_cache_write", "price_output"})
 GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/settings.py)
     "hedge_budget_usd_per_day": 5.0,
+    "hedge_budget_burst_s": 3_600.0,  # paced daily hedge budget; >= 86400: not paced
     "hedge_delay_s": 1.0,
     "hedge_delayed_from_tokens": 32_000,
     "hedge_immediate_from_tokens": 128_000,
@@ -58,6 +59,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "speed_stale_after_s": 600.0,
     "tail_weight": 0.0,
     "probe_budget_usd_per_day": 25.0,
+    "probe_by_need": True,  # skip probes that cannot change an uncached pick (probe_relevant)
     "concurrency_caps": False,
     "hedging": True,
 }

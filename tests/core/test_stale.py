@@ -52,19 +52,41 @@ def test_summarise_marks_old_keys_stale():
     assert summary.newest(2, SHORT) == 900.0
 
 
-def _summary(stale: frozenset) -> SpeedSummary:
+def _summary(stale: frozenset, cheap_s: float = 0.5, other_s: float = 3.0) -> SpeedSummary:
     keys = [(1, SHORT), (2, SHORT)]
-    return SpeedSummary({(1, SHORT): 0.5, (2, SHORT): 3.0}, dict.fromkeys(keys, 20), {}, {}, stale)
+    typical = {(1, SHORT): cheap_s, (2, SHORT): other_s}
+    return SpeedSummary(typical, dict.fromkeys(keys, 20), {}, {}, stale)
 
 
-def test_a_stale_endpoint_gets_its_share_of_exploration():
+def test_a_stale_cheaper_endpoint_gets_its_share_of_exploration():
     rng = random.Random(3)
+    # the cheap one is too slow (3 s vs 0.5 s): traffic goes to the dearer one, and the
+    # cheap one's stale data is revisited, in case it got fast enough to take it
+    summary = _summary(frozenset({(1, SHORT)}), cheap_s=3.0, other_s=0.5)
     firsts = Counter(
-        reasons(plan([CHEAP, OTHER], _summary(frozenset({(2, SHORT)})), rng=rng,
-                     exploration_rate=0.05))[0]
+        reasons(plan([CHEAP, OTHER], summary, rng=rng, exploration_rate=0.05))[0]
         for _ in range(2_000)
-    )  # fmt: skip
+    )
     assert 50 <= firsts[EXPLORATION] <= 150  # ~5%
+
+
+def test_a_stale_dearer_endpoint_is_not_explored():
+    """Getting faster would not bring it traffic (R2.5 picks the cheaper fast one): its
+    exploration would only cost the customer (probes by need stop probing it)."""
+    rng = random.Random(3)
+    summary = _summary(frozenset({(2, SHORT)}))
+    for _ in range(1_000):
+        assert ids(plan([CHEAP, OTHER], summary, rng=rng, exploration_rate=0.05))[0] == 1
+
+
+def test_a_thin_dearer_endpoint_is_still_explored():
+    rng = random.Random(3)
+    summary = SpeedSummary({(1, SHORT): 0.5, (2, SHORT): 3.0}, {(1, SHORT): 20, (2, SHORT): 1})
+    firsts = Counter(
+        reasons(plan([CHEAP, OTHER], summary, rng=rng, exploration_rate=0.05))[0]
+        for _ in range(2_000)
+    )
+    assert 50 <= firsts[EXPLORATION] <= 150  # R2.6: too little data
 
 
 def test_fresh_data_is_not_explored():

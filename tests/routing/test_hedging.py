@@ -179,6 +179,8 @@ def test_two_processes_never_overspend_the_budget(transactional_db):
     HedgeBudgetDay.objects.create(day=budget.utc_today(), budget_nanousd=10**9)
     script = (
         "import django; django.setup()\n"
+        "from django.conf import settings\n"
+        "settings.UBERLLM['HEDGE_BUDGET_BURST_S'] = 86400.0\n"  # not paced: the whole $1 now
         "from decimal import Decimal\n"
         "from routing.budget import hedge_budget_try_reserve\n"
         "print(sum(hedge_budget_try_reserve(Decimal('0.01')) for _ in range(80)))\n"
@@ -220,3 +222,33 @@ def test_hedge_race_across_protocols(client, emulator, hedge_settings, market):
     assert attempts == {"alpha": "hedge_lost", "bravo": "success"}
     alpha_log = emulator.wait_for(lambda r: r["status"] == "cancelled", provider="alpha")
     assert alpha_log["protocol"] == "anthropic_messages"
+
+
+def test_paced_budget_keeps_the_rest_of_the_day_for_later(
+    client, emulator, hedge_settings, monkeypatch
+):
+    """Issue 10: the daily budget accrues over the UTC day (HEDGE_BUDGET_BURST_S). With
+    the share accrued by now spent, a stalling primary gets no hedge although half of
+    the day's budget is left; unpaced, the same request is hedged."""
+    from datetime import UTC, datetime, time
+    from types import SimpleNamespace
+
+    hedge_settings.update(HEDGE_DAILY_BUDGET_USD=10.0, HEDGE_BUDGET_BURST_S=0.0)
+    _measure_both_fast(client)
+    emulator.reset()
+    day = budget.utc_today()
+    noon = datetime.combine(day, time(12), tzinfo=UTC).timestamp()
+    monkeypatch.setattr(budget, "time", SimpleNamespace(time=lambda: noon))  # budget's clock
+    assert budget.paced_allowance(Decimal(10), day) == Decimal(5)  # half the day: half
+    HedgeBudgetDay.objects.create(day=day, budget_nanousd=10 * 10**9, spent_nanousd=5 * 10**9)
+    assert budget.hedge_budget_left_usd(day) == 0  # paced: nothing left at noon
+    wait_learnt()
+    emulator.control("alpha", ttft_base_s=5.0)  # the cheapest fast provider stalls
+    _, provider, _ = _stream_text(client, fresh(LONG))
+    assert provider == "alpha" and len(emulator.log("bravo")) == 0  # not hedged
+    hedge_settings["HEDGE_BUDGET_BURST_S"] = 86_400.0  # not paced: the day's budget
+    assert budget.hedge_budget_left_usd(day) == Decimal(5)
+    wait_learnt()
+    _, provider, _ = _stream_text(client, fresh(LONG))
+    assert len(emulator.log("bravo")) == 1  # hedged after 0.3 s
+    assert provider == "bravo"  # and bravo answered first

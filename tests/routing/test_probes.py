@@ -128,8 +128,11 @@ def test_probe_task_through_a_real_celery_worker(market, emulator, probe_setting
     )  # fmt: skip
     try:
         probe_endpoints_task.apply_async(kwargs={"cycle": 99})
-        deadline = time.monotonic() + 60  # the worker runs the fan-out, then 2 tasks
-        while ProbeResult.objects.filter(cycle=99).count() < 2:  # alpha, bravo (not charlie)
+        deadline = time.monotonic() + 60  # the worker runs the fan-out, then its tasks
+        # alpha (the cheapest) is always probed; bravo only while it is the faster one
+        # (probes by need: once the worker's cold-start probes measured both at 2k, a
+        # dearer and slower bravo could not take <8k traffic), charlie never (R2.9)
+        while not ProbeResult.objects.filter(cycle=99, endpoint=market["alpha"]).exists():
             assert time.monotonic() < deadline, "the worker did not run the probe task"
             assert worker.poll() is None, "the worker died"
             time.sleep(0.2)
@@ -202,6 +205,9 @@ def test_daily_probe_budget_stops_probes_until_the_next_utc_day(market, emulator
 
     from routing.health import probe_spend_today
 
+    # every probe of each cycle, whatever the first cycle measured (by need, a dearer and
+    # slower endpoint's probes would be skipped: tested apart)
+    probe_settings["PROBE_BY_NEED"] = False
     probe_settings["PROBE_DAILY_BUDGET_USD"] = 0  # no limit: the whole cycle
     assert run_cycle(1) == {"queued": 2, "ok": 6}
     spent = probe_spend_today()
@@ -224,3 +230,24 @@ def test_daily_probe_budget_stops_probes_until_the_next_utc_day(market, emulator
     assert probe_spend_today() == 0
     probe_settings["PROBE_DAILY_BUDGET_USD"] = float(spent * 4)  # 3x reserved a probe
     assert run_cycle(4)["ok"] == 6
+
+
+def test_probes_by_need_skip_a_dearer_slower_endpoint(market, probe_settings):
+    """Issue 10: bravo is dearer than alpha and slower at >128k, where alpha is fast
+    enough: bravo getting faster would not take that traffic, so it is not probed there
+    (alpha, the pick and the fastest, is); at sizes where bravo is the fastest, or
+    without data, it is. With PROBE_BY_NEED off, every size again."""
+    for slug, ms in (("alpha", 2_000), ("bravo", 3_000)):  # both probe samples (not real)
+        SpeedSample.objects.create(endpoint=market[slug], bucket=">128k", ttft_ms=ms, is_probe=True)
+    SpeedSample.objects.create(
+        endpoint=market["alpha"], bucket="32k-128k", ttft_ms=9_000, is_probe=True
+    )
+    SpeedSample.objects.create(
+        endpoint=market["bravo"], bucket="32k-128k", ttft_ms=1_000, is_probe=True
+    )
+    targets = _targets(7)
+    assert {size for slug, size in targets if slug == "alpha"} == set(SIZES)
+    # 2k: no data, probed; 40k: bravo is the fastest (alpha 9 s is too slow); 150k: skipped
+    assert {size for slug, size in targets if slug == "bravo"} == {2_000, 40_000}
+    probe_settings["PROBE_BY_NEED"] = False
+    assert {size for slug, size in _targets(7) if slug == "bravo"} == set(SIZES)

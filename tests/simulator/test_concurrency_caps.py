@@ -15,7 +15,9 @@ def _smart(caps: bool) -> dict:
 
 def test_learnt_caps_spill_over_before_the_provider_refuses():
     without, with_caps = _smart(False), _smart(True)
-    assert with_caps["share_with_429"] < 0.6 * without["share_with_429"]
+    # -40% or more while the hedge budget was spent greedily (hedge legs add to the calls
+    # in flight); paced (issue 10), fewer legs leave fewer 429s to remove: 1.02% -> 0.70%
+    assert with_caps["share_with_429"] < 0.75 * without["share_with_429"]
     assert with_caps["retry_share"] < without["retry_share"]
     assert with_caps["lost_ms_per_request"] < without["lost_ms_per_request"]
     assert with_caps["provider_share"]["steadyai"] >= 0.9 * without["provider_share"]["steadyai"]

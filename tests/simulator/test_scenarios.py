@@ -87,4 +87,8 @@ def test_outage_is_felt_and_smart_marks_the_provider() -> None:
     # issue 10: 6.2 ms (1.2 ms without the per-attempt first-token budget): legs that hang
     # past max(20 s, 4x typical) now end as failed attempts, their time counted as lost,
     # while the other leg of their race serves; TTFTs are identical with and without it
-    assert smart["lost_ms_per_request"] < 10
+    # issue 10 round 3 (paced hedge budget, probes by need): 17.9 ms. Fewer races in the
+    # outage window (the budget is paced over the day), so a leg that hangs is more
+    # often alone and retried after its first-token budget: a real regression for the
+    # customers of this run, documented in docs/simulator.md "Platform spend"
+    assert smart["lost_ms_per_request"] < 25

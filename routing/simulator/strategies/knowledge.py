@@ -26,7 +26,7 @@ from routing.core import (
 from routing.core.capacity import ConcurrencyCaps
 from routing.core.followups import FollowupEstimator
 from routing.core.marks import Reliability
-from routing.core.probe import worth_probing
+from routing.core.probe import probe_relevant, worth_probing
 from routing.core.speed import mostly_cached
 
 from ..market import Market
@@ -52,6 +52,7 @@ class Knowledge:
 
     def __init__(self, gateway: dict, market: Market) -> None:
         self.market = market
+        self.gateway = gateway
         self.book = SpeedBook(
             int(gateway["speed_window_size"]),
             gateway["speed_max_age_s"],
@@ -215,7 +216,12 @@ class LearnsFromCalls:
         info = next(e for e in infos if e.endpoint_id == endpoint_id)
         if not worth_probing(info, self.models[model], infos):
             return []  # never picked for speed (R2.9): as routing/probes.py
-        return self.knowledge.probe_sizes(endpoint_id, sizes, now)
+        wanted = self.knowledge.probe_sizes(endpoint_id, sizes, now)
+        if not self.knowledge.gateway["probe_by_need"]:
+            return wanted
+        summary = self.knowledge.summary(now)
+        model_info = self.models[model]
+        return [s for s in wanted if probe_relevant(info, s, model_info, infos, summary)]
 
     def on_probe(
         self,

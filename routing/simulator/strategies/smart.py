@@ -42,7 +42,9 @@ class Smart(LearnsFromCalls, Strategy):
         self.knowledge = Knowledge(self.gateway, sim.market)
         self.rng = sim.rng(self.name)
         self.daily_usd = float(self.gateway["hedge_budget_usd_per_day"])
-        self.budget = InMemoryHedgeBudget(self.daily_usd, sim.epoch)
+        self.budget = InMemoryHedgeBudget(
+            self.daily_usd, sim.epoch, burst_s=float(self.gateway["hedge_budget_burst_s"])
+        )
         self.exploration_rate = float(self.gateway["exploration_rate"])
         self.tuning = SmartTuning(tail_weight=float(self.gateway["tail_weight"]))
         self.flat_timeout_s = float(self.gateway["first_token_timeout_s"])
