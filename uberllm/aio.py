@@ -145,6 +145,10 @@ class BatchWriter(Generic[T]):
                         await self._urgent.wait()
                 except TimeoutError:
                     pass
+            if self._urgent.is_set():
+                # Let the tasks the urgent item's request scheduled run first (its
+                # upstream call is sent before this thread hop and write compete with it).
+                await asyncio.sleep(0)
             self._urgent.clear()
             batch = [self._items.popleft() for _ in range(min(self.batch_size, len(self._items)))]
             self.in_flight = len(batch)

@@ -10,6 +10,7 @@ can be routed from ``uberllm.asgi``'s ProtocolTypeRouter as ``"lifespan": lifesp
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 
@@ -39,6 +40,16 @@ async def _startup() -> None:
         _gateway_app = _gateway()  # Django set up before the first request
     events.start_listener()
     configure_tracing()
+    freeze_startup_objects()
+
+
+def freeze_startup_objects() -> None:
+    """Move every object alive after startup (Django, the apps, their modules: a few
+    hundred thousand) out of the garbage collector's reach (``gc.freeze``). They live as
+    long as the process, and a full collection would otherwise walk them all, stalling
+    the event loop for tens of milliseconds every few hundred requests."""
+    gc.collect()
+    gc.freeze()
 
 
 async def _shutdown() -> None:
