@@ -158,7 +158,7 @@ class UpstreamStream:
     chunks a stream of it would give."""
 
     __slots__ = (
-        "_idle", "_idle_s", "_last_read", "_loop", "_reader", "_ready", "_response",
+        "_idle", "_idle_s", "_last_read", "_loop", "_reader", "_ready", "_response", "_seen",
         "_splitter", "saw_done",
     )  # fmt: skip
 
@@ -180,20 +180,28 @@ class UpstreamStream:
         timer re-armed once per timeout period instead of aiohttp's, which cancels and
         re-creates a timer on every network read (~5 % of the relay's CPU at one event
         per read). Same bound: a read waiting ``sock_read`` seconds since the last data
-        fails with aiohttp's ``SocketTimeoutError`` (an UpstreamError "timeout")."""
+        fails with aiohttp's ``SocketTimeoutError`` (an UpstreamError "timeout"). Bytes
+        received but not read yet (the client is slow) count as activity, as in aiohttp,
+        which resets its timer on receipt: such a stream times out ``sock_read`` to twice
+        that after its last byte, never earlier."""
         connection = self._response.connection
         protocol = connection.protocol if connection is not None else None
         if protocol is None or not protocol.read_timeout:
             return  # nothing left to read, or no timeout configured
         self._idle_s = protocol.read_timeout
+        self._seen = self._response.content.total_bytes
         # The timer aiohttp armed at the headers stays until the next read cancels it.
         protocol.read_timeout = None
         self._idle = self._loop.call_at(self._last_read + self._idle_s, self._check_idle)
 
     def _check_idle(self) -> None:
         assert self._idle_s is not None
+        now = self._loop.time()
+        received = self._response.content.total_bytes
+        if received != self._seen:  # bytes came in that were not read yet (a slow client)
+            self._seen, self._last_read = received, max(self._last_read, now)
         due = self._last_read + self._idle_s
-        if self._loop.time() < due:
+        if now < due:
             self._idle = self._loop.call_at(due, self._check_idle)
             return
         self._idle = None

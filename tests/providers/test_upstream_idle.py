@@ -9,10 +9,7 @@ from django.conf import settings
 
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
 
-HEAD = (
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-    b"transfer-encoding: chunked\r\n\r\n"
-)
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 
 
 def chunk(data: bytes) -> bytes:
@@ -76,6 +73,23 @@ async def test_the_read_timeout_is_set_again_for_the_next_request(read_timeout_s
             with pytest.raises(UpstreamError):
                 await stream.next_events()
             await stream.aclose()
+    finally:
+        server.close()
+        await close_client()
+
+
+async def test_bytes_received_but_not_read_yet_are_no_idle_time(read_timeout_s):
+    """A slow reader (a slow client behind the relay) does not time out a stream whose
+    provider keeps sending: as with aiohttp's own timer, receipt counts."""
+    server, url = await serve([0.0] + [0.1] * 9)  # ten events over 0.9 s
+    try:
+        stream = await open_stream(UpstreamCall(url, b"{}", None))
+        received = list(await stream.next_events())
+        await asyncio.sleep(2 * read_timeout_s)  # not reading, while events arrive
+        while len(received) < 10:
+            received += await stream.next_events()
+        await stream.aclose()
+        assert received == [b'{"n": %d}' % n for n in range(10)]
     finally:
         server.close()
         await close_client()
