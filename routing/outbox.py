@@ -49,13 +49,9 @@ async def _flush_prefixes(entries: list[LogEntry]) -> None:
     await shared_kv().append_log(key("prefix-log"), entries)
 
 
-# Speed samples linger 0.25 s: one INSERT (and one thread hop) for the samples of many
-# calls, run while streams are in flight rather than as the next request arrives. The
-# routing snapshot reads them at its next refresh (every SPEED_CACHE_TTL_S) either way.
 sample_writer: BatchWriter[SpeedSample] = BatchWriter(
-    "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True,
-    linger_s=0.25,
-)  # fmt: skip
+    "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True
+)
 mark_writer: BatchWriter[MarkLesson] = BatchWriter(
     "unusable-marks", _flush_marks, max_items=10_000, batch_size=100, retry=True
 )
