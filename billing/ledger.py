@@ -15,7 +15,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from uberllm.lean_sql import insert_rows, update_rows
+from uberllm.lean_sql import insert_rows, select_rows, update_rows
 
 from .models import Activity, ApiKey, Attempt
 from .savings import fill_savings
@@ -168,7 +168,7 @@ def _finish_pending(
     finished are left alone. Returns (rows finished, request ids with no row)."""
     if not results:
         return [], []
-    rows = list(Activity.objects.select_for_update().filter(request_id__in=list(results)))
+    rows = select_rows(Activity, "request_id", list(results), FINISH_READS, for_update=True)
     pending = [row for row in rows if row.status == Activity.Status.PENDING]
     for activity in pending:
         _apply_result(activity, results[activity.request_id])
@@ -179,6 +179,10 @@ def _finish_pending(
     return [(activity, results[activity.request_id]) for activity in pending], missing
 
 
+# What finishing reads of a pending row: its status and model, and the FINISH_FIELDS
+# that ``_apply_result`` may leave as they are (a call without usage has no savings).
+FINISH_READS = ("request_id", "status", "model_slug", "reference_prices", "list_cost_usd",
+                "cheapest_cost_usd")  # fmt: skip
 RESULT_FIELDS = (
     "status", "http_status", "endpoint_id", "provider_slug", "prompt_tokens",
     "cached_tokens", "completion_tokens", "cost_usd", "usage_estimated", "prices",

@@ -3,9 +3,10 @@ drained in batches by a background task (one thread hop and one transaction per 
 not per call; it lingers 50 ms for a small batch, so a short call's opening and ending
 usually become one INSERT).
 
-A stream's pending row is queued when it is accepted, and flushed at once (a process
-killed mid-stream leaves it for the reconciler); a non-streaming call's only once it
-has run ``OPEN_DEFER_S`` (1 s), so a short one is a single INSERT of the finished row.
+A stream's pending row is queued when it is accepted, and flushed within
+``URGENT_LINGER_S`` (5 ms: a process killed mid-stream leaves it for the reconciler);
+a non-streaming call's only once it has run ``OPEN_DEFER_S`` (1 s), so a short one is a
+single INSERT of the finished row.
 The outcome is queued when the call ends, and the writer applies all in order. While
 the database is unreachable the writer keeps the rows and retries with back-off, so a
 paused PostgreSQL delays rows but loses none, and the idempotent writes
@@ -24,6 +25,10 @@ from uberllm.aio import BatchWriter, db_call, run_service
 
 _write = db_call(ledger_write)
 NOTIFY_TIMEOUT_S = 1.0
+# A stream's pending row is written this long after acceptance: its upstream request has
+# left by then (the write does not delay it), the openings of that moment share one
+# INSERT, and a call that ended within it is a single INSERT of the finished row.
+URGENT_LINGER_S = 0.005
 
 
 async def _flush(batch: list[LedgerItem]) -> None:
@@ -63,8 +68,9 @@ async def _notify_dashboards(batch: list[LedgerItem]) -> None:
 
 
 ledger_writer: BatchWriter[LedgerItem] = BatchWriter(
-    "ledger", _flush, max_items=1_000_000, batch_size=200, retry=True, linger_s=0.05
-)
+    "ledger", _flush, max_items=1_000_000, batch_size=200, retry=True, linger_s=0.05,
+    urgent_linger_s=URGENT_LINGER_S,
+)  # fmt: skip
 
 
 class DeferredOpens:

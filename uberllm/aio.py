@@ -86,6 +86,7 @@ class BatchWriter(Generic[T]):
         retry: bool = True,
         max_tries: int = 5,
         linger_s: float = 0.0,
+        urgent_linger_s: float = 0.0,
     ) -> None:
         self.name = name
         self._flush = flush
@@ -94,6 +95,7 @@ class BatchWriter(Generic[T]):
         self.retry = retry
         self.max_tries = max_tries
         self.linger_s = linger_s  # wait this long for more items before a small batch
+        self.urgent_linger_s = urgent_linger_s  # ... or this long after an urgent one
         self._items: deque[T] = deque()
         self._wakeup: asyncio.Event | None = None
         self._urgent = asyncio.Event()
@@ -145,6 +147,11 @@ class BatchWriter(Generic[T]):
                         await self._urgent.wait()
                 except TimeoutError:
                     pass
+            if self._urgent.is_set():
+                # An urgent item waits ``urgent_linger_s`` only: its request's upstream call
+                # leaves before this write competes with it, urgent items of that moment
+                # share the write, and a call ended by then is one row write.
+                await asyncio.sleep(self.urgent_linger_s)
             self._urgent.clear()
             batch = [self._items.popleft() for _ in range(min(self.batch_size, len(self._items)))]
             self.in_flight = len(batch)

@@ -48,6 +48,56 @@ def update_rows(model, objs: list, names: tuple[str, ...]) -> None:
         cursor.executemany(sql, params)
 
 
+def select_rows(
+    model, column: str, values: list, names: tuple[str, ...], *, for_update: bool = False
+) -> list:
+    """``model.objects.filter(<column>__in=values).only(*names)`` (``select_for_update``
+    with ``for_update``), in the model's default ordering, without compiling a queryset:
+    one prepared SELECT, each value converted by its field's own database converters
+    (as the ORM does), instances built by ``from_db``. Fields not named are deferred
+    (reading one queries it, as with ``only``)."""
+    if not values:
+        return []
+    meta = model._meta
+    wanted = {meta.get_field(name).attname for name in ("id", *names)}
+    fields = [f for f in meta.concrete_fields if f.attname in wanted]  # from_db's order
+    quote = connection.ops.quote_name
+    order = [
+        quote(meta.get_field(name.lstrip("-")).column) + (" DESC" if name.startswith("-") else "")
+        for name in meta.ordering
+    ]
+    lock = " FOR UPDATE" if for_update and connection.features.has_select_for_update else ""
+    columns = ", ".join(quote(f.column) for f in fields)
+    where = quote(meta.get_field(column).column)
+    tail = (f" ORDER BY {', '.join(order)}" if order else "") + lock
+    rows = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(values), MAX_QUERY_PARAMS):
+            chunk = values[start : start + MAX_QUERY_PARAMS]
+            marks = ", ".join(["%s"] * len(chunk))
+            # Names come from the model (quoted), values are all parameters.
+            sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {where} IN ({marks}){tail}"  # noqa: S608
+            cursor.execute(sql, chunk)
+            rows += cursor.fetchall()
+    attnames = [f.attname for f in fields]
+    converters = [(i, conv, col) for i, f in enumerate(fields)
+                  for conv, col in _converters(f, meta.db_table)]  # fmt: skip
+    if converters:
+        rows = [list(row) for row in rows]
+        for row in rows:
+            for i, conv, col in converters:
+                row[i] = conv(row[i], col, connection)
+    return [model.from_db(connection.alias, attnames, row) for row in rows]
+
+
+def _converters(field, table: str) -> list:
+    """The converters the ORM applies to ``field``'s database values (backend's, then
+    the field's own), each with the column expression it is called with."""
+    col = field.get_col(table)
+    found = connection.ops.get_db_converters(col) + field.get_db_converters(connection)
+    return [(conv, col) for conv in found]
+
+
 MAX_QUERY_PARAMS = 30_000  # below SQLite's 32,766 and PostgreSQL's 65,535
 
 

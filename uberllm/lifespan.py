@@ -9,6 +9,7 @@ background work they left (ledger and learning writes) so no ledger row is left 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 
 from django.conf import settings
@@ -22,6 +23,16 @@ async def _startup() -> None:
 
     events.start_listener()
     configure_tracing()
+    freeze_startup_objects()
+
+
+def freeze_startup_objects() -> None:
+    """Move every object alive after startup (Django, the apps, their modules: a few
+    hundred thousand) out of the garbage collector's reach (``gc.freeze``). They live as
+    long as the process, and a full collection would otherwise walk them all, stalling
+    the event loop for tens of milliseconds every few hundred requests."""
+    gc.collect()
+    gc.freeze()
 
 
 async def _shutdown() -> None:

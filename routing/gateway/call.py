@@ -48,7 +48,15 @@ from .accept import Accepted
 from .assemble import CompletionAssembler
 from .finish import Outcome, finish
 from .heartbeat import register, unregister
-from .relay import DONE, DONE_DATA, KEEPALIVE, ChunkRewriter, LiveAttempt, encode_all, error_chunk
+from .relay import (
+    DONE,
+    DONE_DATA,
+    KEEPALIVE,
+    ChunkRewriter,
+    LiveAttempt,
+    encode_all,
+    error_chunk,
+)
 from .respond import Responder
 from .router import LiveRouter
 
@@ -93,6 +101,21 @@ async def _first_token(attempt: LiveAttempt) -> None:
                 return
 
 
+def _rewrite_read(rewriter: ChunkRewriter, events: list[bytes]) -> tuple[list[dict], bool]:
+    """The rewritten chunks of one upstream read, and True if it carried [DONE] (the
+    events after it are ignored); raises UpstreamError on an error chunk."""
+    batch = []
+    for data in events:
+        if data == DONE_DATA:
+            return batch, True
+        chunk = rewriter.rewrite(data)
+        if rewriter.upstream_error is not None:
+            raise UpstreamError("protocol", rewriter.upstream_error)
+        if chunk:
+            batch.append(chunk)
+    return batch, False
+
+
 async def _rewritten_reads(attempt: LiveAttempt) -> AsyncIterator[tuple[list[dict], bool]]:
     """The serving leg's rewritten chunks after its first token, one list per upstream
     read, with True on the read that carried [DONE] (the last); raises UpstreamError on
@@ -101,17 +124,10 @@ async def _rewritten_reads(attempt: LiveAttempt) -> AsyncIterator[tuple[list[dic
     stream, rewriter = attempt.stream, attempt.rewriter
     assert stream is not None
     while (events := await stream.next_events()) is not None:
-        batch = []
-        for data in events:
-            if data == DONE_DATA:
-                yield batch, True
-                return
-            chunk = rewriter.rewrite(data)
-            if rewriter.upstream_error is not None:
-                raise UpstreamError("protocol", rewriter.upstream_error)
-            if chunk:
-                batch.append(chunk)
-        yield batch, False
+        batch, done = _rewrite_read(rewriter, events)
+        yield batch, done
+        if done:
+            return
 
 
 class LiveCall:
@@ -376,16 +392,18 @@ class LiveCall:
             if attempt.pending:
                 await out.write(encode_all(attempt.pending))
             # One write per upstream read: the chunks that arrived together leave together;
-            # the last ones leave with [DONE].
-            batch = []
-            async with aclosing(_rewritten_reads(attempt)) as reads:
-                async for batch, done in reads:
-                    if done:
-                        break
-                    if batch:
-                        await out.write(encode_all(batch))
-                else:
+            # the last ones leave with [DONE]. (The loop of _rewritten_reads, inline: this
+            # runs once per token.)
+            while True:
+                events = await stream.next_events()
+                if events is None:  # the stream ended without [DONE]
                     batch = []
+                    break
+                batch, done = _rewrite_read(rewriter, events)
+                if done:
+                    break
+                if batch:
+                    await out.write(encode_all(batch))
             if not rewriter.finished:
                 raise UpstreamError("protocol", "upstream stream was cut before it finished")
             self._attempt_done(attempt, "success")

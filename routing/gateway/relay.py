@@ -93,13 +93,17 @@ class ChunkRewriter:
     """
 
     __slots__ = (
-        "accepted", "attempt", "completion_chunks", "finished", "keep_usage", "route",
-        "saw_token", "upstream_error", "usage",
+        "accepted", "attempt", "completion_chunks", "finished", "keep_usage", "model",
+        "provider", "request_id", "route", "saw_token", "upstream_error", "usage",
     )  # fmt: skip
 
     def __init__(self, accepted, route: EndpointRoute) -> None:
         self.accepted = accepted
         self.route = route
+        # What every chunk gets, looked up once (an attempt's model never changes).
+        self.request_id = accepted.request_id
+        self.model = accepted.chat.model_slug
+        self.provider = route.provider_slug
         self.attempt: LiveAttempt | None = None
         self.keep_usage = accepted.chat.include_usage or not accepted.chat.stream
         self.saw_token = False
@@ -110,8 +114,8 @@ class ChunkRewriter:
 
     def _track(self, choices: list[dict[str, Any]]) -> None:
         for choice in choices:
-            delta = choice.get("delta") or {}
-            if (
+            delta = choice.get("delta")
+            if delta and (
                 delta.get("content") or delta.get("tool_calls") or delta.get("refusal")
                 or delta.get("reasoning_content") or delta.get("reasoning")
             ):  # fmt: skip
@@ -146,9 +150,9 @@ class ChunkRewriter:
             error = chunk["error"]
             self.upstream_error = str(error.get("message") if isinstance(error, dict) else error)
             return None
-        chunk["id"] = self.accepted.request_id
-        chunk["model"] = self.accepted.chat.model_slug
-        chunk["provider"] = self.route.provider_slug
+        chunk["id"] = self.request_id
+        chunk["model"] = self.model
+        chunk["provider"] = self.provider
         self._track(chunk.get("choices") or [])
         usage = chunk.get("usage")
         if usage:

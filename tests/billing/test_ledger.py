@@ -227,3 +227,35 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
     for request_id in ("gen-batch-1", "gen-batch-2", "gen-later-1", "gen-later-2"):
         assert stored(request_id) == orm, request_id
     assert Activity.objects.filter(created_at=now).count() == 5  # the same instant, exactly
+
+
+@pytest.mark.django_db
+def test_the_lean_select_reads_what_the_orm_reads(tenant, market):
+    """The writer's lean SELECT (uberllm.lean_sql.select_rows, used to finish pending
+    rows) gives the values the ORM gives, converted the same way (JSON, decimals,
+    dates), in the model's ordering; fields not asked for are deferred, not wrong."""
+    from django.db import transaction
+
+    from billing.ledger import OpenRow, ledger_write
+    from uberllm.lean_sql import select_rows
+
+    now = timezone.now()
+    ids = ["gen-sel-1", "gen-sel-2", "gen-sel-3"]
+    for offset, request_id in enumerate(ids):
+        row = OpenRow(request_id, tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True,
+                      now + timedelta(seconds=offset))  # fmt: skip
+        result = _result(request_id)
+        result.prices = {"input": "0.27", "output": "1.1"}
+        ledger_write([(row, None), (row, result)])
+    names = ("request_id", "status", "model_slug", "prices", "cost_usd", "created_at",
+             "reference_prices", "list_cost_usd")  # fmt: skip
+    with transaction.atomic():
+        lean = select_rows(Activity, "request_id", [*ids, "gen-none"], names, for_update=True)
+    orm = list(Activity.objects.filter(request_id__in=ids))
+    assert [a.request_id for a in lean] == [a.request_id for a in orm] == ids[::-1]
+    for got, want in zip(lean, orm, strict=True):
+        for name in ("id", *names):
+            assert getattr(got, name) == getattr(want, name), name
+            assert type(getattr(got, name)) is type(getattr(want, name)), name
+        assert got.total_ms == want.total_ms  # deferred: read on demand
+    assert select_rows(Activity, "request_id", [], names) == []
