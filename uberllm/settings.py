@@ -297,6 +297,9 @@ UBERLLM = {
     "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=False),
     # Probes stop for the UTC day once they cost this much (USD, all models); 0 = no limit.
     "PROBE_DAILY_BUDGET_USD": env.float("UBERLLM_PROBE_DAILY_BUDGET_USD", default=25.0),
+    # Probe only where the answer could change a pick: skip endpoints dearer than the
+    # current pick and not the fastest (docs/routing.md "Probes by need").
+    "PROBE_BY_NEED": env.bool("UBERLLM_PROBE_BY_NEED", default=True),
     # R2.6: share of requests sent to an endpoint with too little speed data.
     "EXPLORATION_RATE": env.float("UBERLLM_EXPLORATION_RATE", default=0.05),
     # Rolling window of TTFT samples kept per endpoint and prompt-size bucket.
@@ -311,6 +314,9 @@ UBERLLM = {
     "HEDGE_DELAYED_FROM_TOKENS": env.int("UBERLLM_HEDGE_DELAYED_FROM_TOKENS", default=32_000),
     "HEDGE_IMMEDIATE_FROM_TOKENS": env.int("UBERLLM_HEDGE_IMMEDIATE_FROM_TOKENS", default=128_000),
     "HEDGE_DAILY_BUDGET_USD": env.float("UBERLLM_HEDGE_DAILY_BUDGET_USD", default=5.0),
+    # The daily hedge budget is paced over the UTC day: by time t at most
+    # budget x (t + burst) / 24 h is spent; 86400 or more = all of it from 00:00 (greedy).
+    "HEDGE_BUDGET_BURST_S": env.float("UBERLLM_HEDGE_BUDGET_BURST_S", default=3600.0),
     # While no first token has arrived, answer 200 after this long and keep the stream
     # alive with SSE comments (": PROCESSING") every KEEPALIVE_INTERVAL_S.
     "KEEPALIVE_AFTER_S": env.float("UBERLLM_KEEPALIVE_AFTER_S", default=2.0),
