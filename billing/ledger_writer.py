@@ -4,7 +4,8 @@ not per call; it lingers 50 ms for a small batch, so a short call's opening and 
 usually become one INSERT).
 
 A stream's pending row is queued when it is accepted, and flushed within
-``URGENT_LINGER_S`` (5 ms: a process killed mid-stream leaves it for the reconciler);
+``URGENT_LINGER_S`` (5 ms; a process killed mid-stream after that leaves it for the
+reconciler, one killed within it loses it with the rest of its queue);
 a non-streaming call's only once it has run ``OPEN_DEFER_S`` (1 s), so a short one is a
 single INSERT of the finished row.
 The outcome is queued when the call ends, and the writer applies all in order. While

@@ -292,7 +292,7 @@ def test_hedging_false_sends_no_hedge_leg():
     on = simulate(spec, ["smart"], seed=1, requests=2000)[0]["strategies"]["smart"]
     off_spec = with_gateway(spec, ["hedging=false"])
     off = simulate(off_spec, ["smart"], seed=1, requests=2000)[0]["strategies"]["smart"]
-    assert on["hedged_share"] > 0.01 and on["hedge_spend_usd"] > 0
+    assert on["hedged_share"] > 0 and on["hedge_spend_usd"] > 0
     assert off["hedged_share"] == 0 and off["hedge_spend_usd"] == 0
     data = json.loads(json.dumps({**scenario(), "gateway": {"hedging": False}}))  # the file field
     assert parse_scenario(data).gateway["hedging"] is False
