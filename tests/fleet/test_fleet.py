@@ -56,6 +56,9 @@ def fleet(django_db_setup, django_db_blocker, emulator_server):
         # Long caches: only the pushed events can explain a change seen within 1 s.
         "UBERLLM_API_KEY_CACHE_TTL_S": "60", "UBERLLM_CATALOG_CACHE_TTL_S": "60",
         "UBERLLM_SPEED_CACHE_TTL_S": "1",
+        # The whole daily hedge budget from 00:00 (not paced over the day): the budget
+        # test must not depend on the time of day it runs at.
+        "UBERLLM_HEDGE_BUDGET_BURST_S": "86400",
         # Live rows heartbeat often, so the reconciler (beat) can close a killed
         # instance's rows within seconds without touching the streams still running.
         "UBERLLM_RECONCILE_AFTER_S": "3", "UBERLLM_LEDGER_HEARTBEAT_S": "0.3",
