@@ -21,7 +21,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def hedge_settings():
     conf = settings.UBERLLM
     saved = dict(conf)
-    conf.update(HEDGE_DELAY_S=0.3, KEEPALIVE_AFTER_S=5.0, HEDGE_DAILY_BUDGET_USD=1.0)
+    conf.update(
+        HEDGE_DELAY_S=0.3,
+        KEEPALIVE_AFTER_S=5.0,
+        HEDGE_DAILY_BUDGET_USD=1.0,
+        HEDGE_BUDGET_BURST_S=86_400.0,
+    )  # not paced: independent of the time of day
     yield conf
     conf.clear()
     conf.update(saved)
