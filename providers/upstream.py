@@ -269,11 +269,21 @@ class UpstreamStream:
         while (data := await self.next_data()) is not None:
             yield data
 
+    def abort(self) -> None:
+        """Close the connection now, without waiting (the client is gone: the provider
+        should see the disconnect before this loop gets round to the caller's cleanup)."""
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        self._response.close()
+
     async def aclose(self) -> None:
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
         response = self._response
+        if response.closed:
+            return  # aborted
         if self.saw_done and not response.content.at_eof():
             # Read the end of the body (normally already here) so the connection goes
             # back to the pool instead of being closed.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -94,11 +95,17 @@ def _content_type_ok(scope: dict[str, Any]) -> bool:
     return content_type in ("", "application/json") or content_type.endswith("+json")
 
 
-async def _watch_disconnect(receive, task: asyncio.Task, out: Responder) -> None:
+async def _watch_disconnect(
+    receive, task: asyncio.Task, out: Responder, on_disconnect: list[Callable[[], None]]
+) -> None:
+    """Cancel ``task`` when the client disconnects before the response ended, after the
+    ``on_disconnect`` callbacks (closing the upstream at once)."""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             if not out.ended:  # after the last byte, a closed connection is no news
+                for callback in on_disconnect:
+                    callback()
                 task.cancel()
             return
 
@@ -167,32 +174,48 @@ class GatewayApp:
         body = b""
         try:
             body = await read_body(scope, receive)
-            if not _content_type_ok(scope):
-                raise GatewayError(415, "Content-Type must be application/json.")
-            principal = await require_key(self.authorization(scope))
-            accepted = await self.accept(scope, principal, body, out)
         except GatewayError as exc:
             await out.error(exc)
-            if principal is not None and 400 <= exc.status < 500:
-                _record_rejection(principal, exc, body)
             return
-        if accepted is not None:
-            await serve(accepted, receive, out)
+        # From here the client's disconnect cancels the request, also while it waits for
+        # its key or its admission (a burst of new keys queues their reads): a request
+        # its client has left never reaches a provider. Both waits are cancellation-safe
+        # (a shielded key read fills the cache anyway; an admission is released).
+        task = asyncio.current_task()
+        assert task is not None
+        on_disconnect: list[Callable[[], None]] = []
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, task, out, on_disconnect))
+        try:
+            try:
+                if not _content_type_ok(scope):
+                    raise GatewayError(415, "Content-Type must be application/json.")
+                principal = await require_key(self.authorization(scope))
+                accepted = await self.accept(scope, principal, body, out)
+            except GatewayError as exc:
+                await out.error(exc)
+                if principal is not None and 400 <= exc.status < 500:
+                    _record_rejection(principal, exc, body)
+                return
+            if accepted is not None:
+                await serve(accepted, out, on_disconnect)
+        finally:
+            watcher.cancel()
 
 
-async def serve(accepted: Accepted, receive, out: Responder) -> None:
-    """Run an accepted call to its end: its row opened, its log lines tagged with the
-    generation id, and the client's disconnect cancelling it."""
+async def serve(
+    accepted: Accepted, out: Responder, on_disconnect: list[Callable[[], None]]
+) -> None:
+    """Run an accepted call to its end: its row opened and its log lines tagged with the
+    generation id (the client's disconnect cancels it: ``GatewayApp._handle``, after
+    closing its upstream connections through ``on_disconnect``)."""
     start(accepted)
     log_context = bind_generation_id(accepted.request_id)
     metrics.set_inflight(admission.in_flight)
-    task = asyncio.current_task()
-    assert task is not None
-    watcher = asyncio.ensure_future(_watch_disconnect(receive, task, out))
+    call = LiveCall(accepted, out)
+    on_disconnect.append(call.abort_upstreams)
     try:
-        await LiveCall(accepted, out).run()
+        await call.run()
     finally:
-        watcher.cancel()
         unbind_generation_id(log_context)
 
 

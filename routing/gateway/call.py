@@ -171,6 +171,15 @@ class LiveCall:
                 raise
             self._wrap_up()
 
+    def abort_upstreams(self) -> None:
+        """The client is gone: close every open upstream connection now, synchronously,
+        before the cancellation this precedes has unwound the call (on a loaded loop
+        that takes a few turns, during which a provider would go on streaming)."""
+        for leg in self.session.legs:
+            attempt: LiveAttempt | None = leg.data
+            if attempt is not None:
+                attempt.abort()
+
     def _wrap_up(self) -> None:
         """Settle the hedge budget and write the outcome (once, synchronously)."""
         unregister(self)
@@ -264,6 +273,8 @@ class LiveCall:
             await self._open_upstream(attempt)
             self.events.put_nowait(("first", leg))
         except UpstreamError as error:
+            if attempt.aborted:  # the client left and the call is being cancelled
+                return
             self._failed(attempt, error)
             self.events.put_nowait(("failed", leg, error))
         except asyncio.CancelledError:

@@ -33,6 +33,7 @@ class LiveAttempt:
     started: float = 0.0
     error: UpstreamError | None = None  # why the attempt failed
     counted: bool = False  # in memory.inflight (O3 concurrency caps) until closed
+    aborted: bool = False  # closed because the client left: not the provider's failure
 
     @property
     def ttft_ms(self) -> int | None:
@@ -75,6 +76,12 @@ class LiveAttempt:
         if not self.counted:
             self.counted = True
             memory.inflight[self.route.endpoint_id] += 1
+
+    def abort(self) -> None:
+        """Close the upstream connection at once (``aclose`` still follows)."""
+        self.aborted = True
+        if self.stream is not None:
+            self.stream.abort()
 
     async def aclose(self) -> None:
         if self.counted:

@@ -92,3 +92,57 @@ def test_disconnect_at_every_await_point(gateway_server, tenant, emulator, strea
             lambda r, rid=record["id"]: r["id"] == rid and r["status"] != "in_progress", timeout=3
         )
         assert final["status"] == "cancelled", final
+
+
+def test_disconnect_while_the_key_is_read_never_reaches_the_provider(gateway_server, tenant,
+                                                                      emulator):  # fmt: skip
+    """A burst of new keys queues their database reads (at most MAX_UNKNOWN_LOOKUPS in
+    flight per process): a client that leaves while its read waits is cancelled there,
+    with no upstream call and no row, and its key is still cached by the read."""
+    from billing import auth
+
+    body = orjson.dumps({"model": TEST_MODEL, "stream": True,
+                         "messages": [{"role": "user", "content": "hello"}]})  # fmt: skip
+
+    async def run() -> tuple[list[dict], bool, bool]:
+        from routing.gateway.asgi import ChatApp
+
+        auth._cache.clear()
+        auth._unknown.clear()
+        slots = auth._lookup_slots()
+        for _ in range(auth.MAX_UNKNOWN_LOOKUPS):  # every read slot taken by others
+            await slots.acquire()
+        sent: list[dict] = []
+        left = asyncio.Event()
+        parts = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive() -> dict:
+            if parts:
+                return parts.pop()
+            await left.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        call = asyncio.ensure_future(ChatApp()(_scope(tenant.key, len(body)), receive, send))
+        await asyncio.sleep(0.2)
+        assert not call.done()  # waiting for its key's read
+        left.set()
+        await asyncio.wait({call}, timeout=5)
+        ended_while_waiting = call.done()  # the disconnect ended it, reads still blocked
+        for _ in range(auth.MAX_UNKNOWN_LOOKUPS):
+            slots.release()
+        for _ in range(200):  # the shielded read goes on and fills the cache
+            if auth._cache:
+                break
+            await asyncio.sleep(0.01)
+        await call
+        return sent, bool(auth._cache), ended_while_waiting
+
+    sent, cached, ended_while_waiting = async_to_sync(run)()
+    assert ended_while_waiting
+    assert sent == []  # nobody left to answer
+    assert cached
+    assert emulator.log() == []
+    assert not Activity.objects.exists()

@@ -156,6 +156,28 @@ def test_a_lost_row_and_an_upstream_racing_the_cut() -> None:
     assert found["rows lost / doubled / pending"]["lost"] == 1
 
 
+def test_a_success_row_is_right_only_for_a_stream_relayed_whole_before_the_cut() -> None:
+    stream = dict(status=200, cut_at=100.0, content_type="text/event-stream")
+    replies = [
+        reply(0, tokens=48, **stream),  # the provider finished as the client cut
+        reply(1, tokens=50, **stream),  # finished before the cut
+        reply(2, tokens=20, **stream),  # cut mid-stream, the gateway closed the upstream
+        reply(3, **{**stream, "status": 0}),  # cut while its key was being read
+    ]
+    records = [record(0, "completed", 100.01, 50), record(1, "completed", 99.0, 50),
+               record(2, "cancelled", 100.05, 21)]  # fmt: skip
+    upstream = figures.upstream_by_index(records, "r")
+    rows = {0: [row(0, "success", 50)], 1: [row(1, "success", 50)],
+            2: [row(2, "cancelled", 21)]}  # fmt: skip
+    _, targets = figures.cuts(replies, upstream, rows)
+    verdict = {label: met for label, met, _ in targets}
+    assert verdict["cut rows cancelled with the delivered tokens billed"] is True
+    rows[2] = [row(2, "success", 21)]  # a stream cut mid-way stored as a success: wrong
+    _, targets = figures.cuts(replies, upstream, rows)
+    verdict = {label: met for label, met, _ in targets}
+    assert verdict["cut rows cancelled with the delivered tokens billed"] is False
+
+
 def test_an_upstream_left_running_with_a_cancelled_row_is_not_honoured() -> None:
     replies = [reply(0, status=200, cut_at=100.0, tokens=3, content_type="text/event-stream")]
     upstream = figures.upstream_by_index([record(0, "completed", 100.8, 50)], "r")
