@@ -1,0 +1,53 @@
+"""The incremental speed feed (routing.memory.SpeedFeed) on the real database: a refresh
+reads the rows written since the last one, plus the ids it skipped over (a transaction
+of another process committed late), not the whole overlap every time."""
+
+from __future__ import annotations
+
+import pytest
+
+from routing.memory import SpeedFeed
+from routing.models import SpeedSample
+
+pytestmark = pytest.mark.django_db
+
+
+def _write(endpoint, count: int) -> list[int]:
+    rows = SpeedSample.objects.bulk_create(
+        [SpeedSample(endpoint=endpoint, bucket="<8k", ttft_ms=200) for _ in range(count)]
+    )
+    return [row.id for row in rows]
+
+
+def test_a_refresh_reads_only_new_rows_after_the_first_overlap(market) -> None:
+    alpha = market["alpha"]
+    _write(alpha, 300)
+    feed = SpeedFeed()
+    feed.load()  # full reload: each window's newest rows only
+    assert feed.rows_read < 300
+    feed.load()  # the one read of the whole overlap after a full reload
+    assert feed.rows_read == 300
+    _write(alpha, 7)
+    feed.load()
+    assert feed.rows_read == 7  # before: the last 5,000 rows every second
+    feed.load()
+    assert feed.rows_read == 0
+
+
+def test_a_row_committed_late_below_the_last_id_is_still_read(market) -> None:
+    alpha = market["alpha"]
+    _write(alpha, 5)
+    feed = SpeedFeed()
+    feed.load()
+    feed.load()
+    top = SpeedSample.objects.order_by("-id").first().id
+    # Another process's row got id top + 1 but commits after a row with id top + 3.
+    SpeedSample.objects.create(id=top + 3, endpoint=alpha, bucket="<8k", ttft_ms=200)
+    feed.load()
+    assert feed.rows_read == 1 and feed.last_id == top + 3
+    SpeedSample.objects.create(id=top + 1, endpoint=alpha, bucket="<8k", ttft_ms=900)
+    feed.load()
+    assert feed.rows_read == 1  # the gap, asked for by id
+    assert top + 1 in feed._seen
+    feed.load()
+    assert feed.rows_read == 0  # applied once, and the other gap (top + 2) costs nothing
