@@ -107,7 +107,8 @@ SERVERS = ("uvicorn", "granian")
 def gateway_argv(server: str, app: str, port: int, workers: int) -> list[str]:
     """The command serving ``app`` on 127.0.0.1:``port`` with ``workers`` processes."""
     if server == "granian":
-        # asginl: ASGI without lifespan (the Channels router has no lifespan handler).
+        # asginl: ASGI without lifespan, as first measured (uberllm.asgi routes lifespan
+        # now; under Granian the startup's gc.freeze and the shutdown drain are skipped).
         return [sys.executable, "-m", "granian", "--interface", "asginl", "--host", "127.0.0.1",
                 "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
                 "--log-level", "warning", "--no-access-log", "--no-ws", app]  # fmt: skip
