@@ -93,17 +93,20 @@ class SpeedFeed:
     each second cost a gateway most of a core once traffic had written a few thousand.
 
     A row committed late, with a lower id than one already read, is still picked up:
-    the ids skipped over while reading (``gaps``: another process's transaction not yet
-    committed, or a rolled-back one) are asked for again by id until they fall
-    ``OVERLAP_IDS`` behind; after a full reload (which reads only each window's newest
-    rows, so its gaps are unknown) the next read covers the whole overlap once. Each id is
-    applied once. (Before, every read re-read the last ``OVERLAP_IDS`` rows: up to 5,000
-    rows a second per process, ~4 % of a core, under load and for 10 s after it.)
+    the ids skipped over just below a newer one (``gaps``: another process's batch not
+    yet committed, or a rolled-back one) are asked for again by id for ``GAP_TTL_S``;
+    after a full reload (which reads only each window's newest rows, so its gaps are
+    unknown) the next read covers the whole ``OVERLAP_IDS`` once. Each id is applied
+    once. A transaction committing later than that is picked up by the next full reload.
+    (Before, every read re-read the last ``OVERLAP_IDS`` rows: up to 5,000 rows a second
+    per process, ~4 % of a core, under load and for 10 s after it.)
     """
 
     FULL_RELOAD_S = 300.0
     OVERLAP_IDS = 5_000
-    MAX_GAPS = 500  # more than this: one read of the whole overlap instead
+    GAP_IDS = 500  # how far below a newer id a skipped id can be a batch in flight
+    GAP_TTL_S = 30.0  # how long a skipped id is asked for again
+    MAX_GAPS = 1_000  # more than this: one read of the whole overlap instead
     BATCH = 20_000
 
     def __init__(self) -> None:
@@ -111,15 +114,16 @@ class SpeedFeed:
         self.last_id = 0
         self.full_at = 0.0
         self._seen: set[int] = set()
-        self._gaps: set[int] = set()
+        self._gaps: dict[int, float] = {}  # skipped id -> when (monotonic) it was seen skipped
         self._overlap_next = True  # the next incremental read covers the whole overlap
         self.rows_read = 0  # by the last load (for tests and benchmarks)
 
     def _note_gaps(self, row_id: int) -> None:
-        """``row_id`` is beyond every id read so far: the ids between are gaps."""
+        """``row_id`` is beyond every id read so far: the ids just below it are gaps."""
         if self.last_id and row_id > self.last_id + 1:
-            start = max(self.last_id + 1, row_id - self.OVERLAP_IDS)
-            self._gaps.update(range(start, row_id))
+            now = time.monotonic()
+            for gap in range(max(self.last_id + 1, row_id - self.GAP_IDS), row_id):
+                self._gaps[gap] = now
 
     def _apply(self, rows) -> None:
         assert self.book is not None
@@ -128,7 +132,7 @@ class SpeedFeed:
             if row_id in self._seen:
                 continue
             self._seen.add(row_id)
-            self._gaps.discard(row_id)
+            self._gaps.pop(row_id, None)
             self._note_gaps(row_id)
             if restarts:
                 self.book.restart(endpoint_id, speed_bucket(bucket, cached))
@@ -141,7 +145,8 @@ class SpeedFeed:
         if len(self._seen) > 4 * self.OVERLAP_IDS:
             self._seen = {i for i in self._seen if i > floor}
         if self._gaps:
-            self._gaps = {i for i in self._gaps if i > floor}
+            since = time.monotonic() - self.GAP_TTL_S
+            self._gaps = {i: at for i, at in self._gaps.items() if i > floor and at >= since}
 
     def load(self) -> SpeedSummary:
         """The current summary (sync: runs in a database thread)."""
@@ -170,14 +175,17 @@ class SpeedFeed:
                 .filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
             )
             self._apply(ranked.order_by("id").values_list(*fields))
-            self._gaps = set()  # unknown after a windowed read: the next read overlaps
+            self._gaps = {}  # unknown after a windowed read: the next read overlaps
         elif self._overlap_next or len(self._gaps) > self.MAX_GAPS:
             self._overlap_next = False
             overlap = SpeedSample.objects.filter(id__gt=self.last_id - self.OVERLAP_IDS)
             self._apply(overlap.order_by("id").values_list(*fields)[: self.BATCH])
-            # Every row of the overlap that exists was read: the ids left are the gaps.
-            floor = max(0, self.last_id - self.OVERLAP_IDS)
-            self._gaps = set(range(floor + 1, self.last_id + 1)) - self._seen
+            # Every row of the overlap that exists was read: the ids left near the top
+            # may be batches in flight (lower ones are deleted or rolled-back rows).
+            floor, at = max(0, self.last_id - self.GAP_IDS), time.monotonic()
+            self._gaps = {
+                i: at for i in range(floor + 1, self.last_id + 1) if i not in self._seen
+            }  # fmt: skip
         else:
             newer = Q(id__gt=self.last_id)
             if self._gaps:

@@ -21,6 +21,8 @@ def _write(endpoint, count: int) -> list[int]:
 
 def test_a_refresh_reads_only_new_rows_after_the_first_overlap(market) -> None:
     alpha = market["alpha"]
+    _write(alpha, 2_000)
+    SpeedSample.objects.all().delete()  # older samples gone (retention): holes below
     _write(alpha, 300)
     feed = SpeedFeed()
     feed.load()  # full reload: each window's newest rows only
