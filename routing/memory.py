@@ -37,7 +37,7 @@ from .core.prefix import PrefixHashes
 from .core.speed import SpeedBook, SpeedSummary, speed_bucket, summarise
 from .core.speed import SpeedSample as CoreSample
 from .core.speed import SpeedSample as TimedSample
-from .core.tokens import OutputEstimator, TokenEstimator
+from .core.tokens import OutputEstimator, OutputLengths, TokenEstimator
 from .models import SpeedSample
 from .shared import key, shared_kv
 
@@ -218,6 +218,7 @@ class RoutingMemory:
     hedge_budget_day: object = None  # the UTC day that figure is for
     tokens: TokenEstimator = field(default_factory=TokenEstimator)
     outputs: OutputEstimator = field(default_factory=OutputEstimator)
+    output_lengths: OutputLengths = field(default_factory=OutputLengths)
     refreshed_at: float = 0.0  # monotonic time of the last complete refresh
     used_at: float = 0.0  # monotonic time of the last request that read the snapshot
     store_errors: int = 0  # consecutive failed refreshes

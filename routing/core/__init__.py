@@ -21,7 +21,7 @@ from .retry import (
 )
 from .speed import SpeedBook, SpeedSample, SpeedSummary, SpeedWindow, summarise, typical_ttft
 from .timeouts import first_token_timeout_s
-from .tokens import OutputEstimator, TokenEstimator
+from .tokens import OutputEstimator, OutputLengths, TokenEstimator
 from .types import (
     BUCKETS,
     Bucket,
@@ -45,6 +45,7 @@ __all__ = [
     "InMemoryHedgeBudget",
     "ModelInfo",
     "OutputEstimator",
+    "OutputLengths",
     "PrefixCache",
     "RequestFeatures",
     "RetryPolicy",

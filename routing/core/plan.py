@@ -35,12 +35,15 @@ SMALLER_BUCKET_FACTOR = 2.0  # a cached turn one bucket up: at most twice as lon
 
 
 def _costs(endpoints: Sequence[EndpointInfo], features: RequestFeatures) -> dict[int, float]:
-    cached = features.cached_tokens
+    cached, factors = features.cached_tokens, features.output_factors
     prompt, output = features.prompt_tokens, features.expected_output_tokens
     return {
-        e.endpoint_id: request_cost(e, prompt, cached.get(e.endpoint_id, 0), output)
+        e.endpoint_id: request_cost(
+            e, prompt, cached.get(e.endpoint_id, 0),
+            round(output * factors[e.endpoint_id]) if e.endpoint_id in factors else output,
+        )
         for e in endpoints
-    }
+    }  # fmt: skip
 
 
 def _ranking_costs(

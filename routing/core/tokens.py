@@ -92,3 +92,48 @@ class OutputEstimator:
             return
         key = (model, bucket)
         self._average[key] = _ema(self._average.get(key), float(completion_tokens), self.alpha)
+
+
+class OutputLengths:
+    """How long each endpoint's replies run against the model's, per (model, endpoint):
+    the average served completion tokens of the endpoint over the model's (a plain mean
+    over the first 1/alpha calls, an EMA after). A provider that rambles bills more
+    output for the same request, so the cost of sending a request there is priced with
+    its factor (``factors``). A factor is reported only once it rests on ``min_calls``
+    calls and is at least ``threshold`` away from 1: reply lengths vary widely from call
+    to call, and a small or young difference is noise."""
+
+    def __init__(self, alpha: float = 0.01, min_calls: int = 100, threshold: float = 0.3) -> None:
+        self.alpha = alpha
+        self.min_calls = min_calls
+        self.threshold = threshold
+        self._average: dict[tuple[str, int], float] = {}
+        self._calls: dict[tuple[str, int], int] = {}
+        self._model_average: dict[str, float] = {}
+        self._model_calls: dict[str, int] = {}
+
+    def observe(self, model: str, endpoint_id: int, served: int) -> None:
+        """One complete reply of ``served`` completion tokens from ``endpoint_id``."""
+        if served <= 0:
+            return
+        key = (model, endpoint_id)
+        calls = self._calls[key] = self._calls.get(key, 0) + 1
+        self._average[key] = _ema(self._average.get(key), served, max(self.alpha, 1 / calls))
+        calls = self._model_calls[model] = self._model_calls.get(model, 0) + 1
+        weight = max(self.alpha, 1 / calls)
+        self._model_average[model] = _ema(self._model_average.get(model), served, weight)
+
+    def factors(self, model: str) -> dict[int, float]:
+        """endpoint_id -> its replies' length over the model's, where that is known."""
+        usual = self._model_average.get(model)
+        if not usual:
+            return {}
+        found = {}
+        for (slug, endpoint_id), average in self._average.items():
+            factor = average / usual
+            if (
+                slug == model and self._calls[(slug, endpoint_id)] >= self.min_calls
+                and abs(factor - 1.0) >= self.threshold
+            ):  # fmt: skip
+                found[endpoint_id] = factor
+        return found

@@ -81,7 +81,9 @@ class RequestFeatures:
     ``cached_tokens`` maps endpoint_id -> prompt tokens expected to be read from that
     endpoint's prompt cache (missing = 0). ``expected_followup_turns``: in a
     conversation, how many more turns are expected to resend this prompt (as cache reads
-    where it is served now); 0 for a single request.
+    where it is served now); 0 for a single request. ``output_factors``: endpoint_id ->
+    how many times the model's usual reply length that endpoint's replies run (learnt,
+    ``OutputLengths``; missing = 1), so its output is priced at its length.
     """
 
     prompt_tokens: int
@@ -90,6 +92,7 @@ class RequestFeatures:
     required_parameters: frozenset[str] = frozenset()
     stream: bool = False
     expected_followup_turns: float = 0.0
+    output_factors: Mapping[int, float] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         if self.expected_followup_turns < 0:

@@ -216,6 +216,7 @@ def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dic
         required_parameters=required_parameters(chat, options),
         stream=chat.stream,
         expected_followup_turns=followup_turns(chat, slug),
+        output_factors=memory.output_lengths.factors(slug),
     )
     try:
         plan = plan_route(

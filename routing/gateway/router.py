@@ -183,6 +183,9 @@ class LiveRouter:
             ))  # fmt: skip
         if not estimated:
             memory.tokens.observe(slug, accepted.raw_prompt_tokens, prompt)
+            cap = accepted.chat.max_tokens
+            if cap is None or completion < cap:  # a reply cut at max_tokens says nothing
+                memory.output_lengths.observe(slug, leg.endpoint_id, completion)
             memory.outputs.observe(slug, accepted.plan.bucket, completion)
         self._remember_prefixes(leg.endpoint_id)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from routing.core import (
     OutputEstimator,
+    OutputLengths,
     PrefixCache,
     RequestFeatures,
     SpeedBook,
@@ -72,6 +73,7 @@ class Knowledge:
         self.prefixes = PrefixCache()
         self.followups = FollowupEstimator(minimum=float(gateway["followup_turns"]))
         self.outputs = OutputEstimator()
+        self.output_lengths = OutputLengths()
         self.probe_period_s = float(gateway["probe_period_s"])
         self.real_at: dict[tuple[int, str], float] = {}  # last real uncached sample
         self._expired_at = -EXPIRE_EVERY_S
@@ -114,6 +116,7 @@ class Knowledge:
         return RequestFeatures(
             request.prompt_tokens, expected, cached, stream=request.stream,
             expected_followup_turns=followups,
+            output_factors=self.output_lengths.factors(slug),
         )  # fmt: skip
 
     def failure(self, leg: Leg, now: float) -> None:
@@ -149,6 +152,9 @@ class Knowledge:
         if not cached:
             self.real_at[(leg.endpoint_id, request.bucket)] = now
         self.outputs.observe(slug, request.bucket, request.output_tokens)
+        # What this endpoint served, as LiveRouter.on_success (its replies' length).
+        served = self.market.output_tokens(leg.endpoint_id, request)
+        self.output_lengths.observe(slug, leg.endpoint_id, served)
         streaming = now - leg.start - leg.delay
         if request.output_tokens > 1 and streaming > 0:
             self.book.record_throughput(leg.endpoint_id, request.output_tokens / streaming)
