@@ -146,3 +146,58 @@ def test_disconnect_while_the_key_is_read_never_reaches_the_provider(gateway_ser
     assert cached
     assert emulator.log() == []
     assert not Activity.objects.exists()
+
+
+def test_a_disconnect_closes_the_upstream_before_the_call_unwinds(
+    gateway_server, tenant, emulator, monkeypatch
+):
+    """The watcher closes the serving leg's upstream connection synchronously, before it
+    cancels the call; the attempt is recorded cancelled, not as the provider's failure."""
+    from billing.models import Attempt
+    from routing.gateway.call import LiveCall
+
+    for slug in ("alpha", "bravo", "charlie"):
+        emulator.control(slug, output_tokens_per_s=20, default_output_tokens=400)
+    closed_at_abort: list[bool] = []
+    abort = LiveCall.abort_upstreams
+
+    def watched_abort(call) -> None:
+        abort(call)
+        closed_at_abort.extend(
+            leg.data.stream._response.closed for leg in call.session.legs
+            if leg.data is not None and leg.data.stream is not None
+        )  # fmt: skip
+
+    monkeypatch.setattr(LiveCall, "abort_upstreams", watched_abort)
+    body = orjson.dumps({"model": TEST_MODEL, "stream": True,
+                         "messages": [{"role": "user", "content": "hello"}]})  # fmt: skip
+
+    async def run() -> None:
+        from routing.gateway.asgi import ChatApp
+        from uberllm.aio import background_idle
+
+        tokens = asyncio.Event()
+        parts = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive() -> dict:
+            if parts:
+                return parts.pop()
+            await tokens.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            if b'"content"' in message.get("body", b""):
+                tokens.set()
+
+        await ChatApp()(_scope(tenant.key, len(body)), receive, send)
+        while not background_idle():  # noqa: ASYNC110 - the ledger writer runs on this loop
+            await asyncio.sleep(0.01)
+
+    async_to_sync(run)()
+    assert closed_at_abort == [True]  # closed before the cancellation reached the call
+    [record] = emulator.log()
+    final = emulator.wait_for(lambda r: r["id"] == record["id"] and r["status"] != "in_progress")
+    assert final["status"] == "cancelled"
+    row = Activity.objects.get()
+    assert row.status == Activity.Status.CANCELLED
+    assert list(Attempt.objects.values_list("outcome", flat=True)) == ["cancelled"]
