@@ -120,7 +120,11 @@ def probe_targets(
                 skip = skip or (route.endpoint_id, bucket_for(size)) in recent
                 if summary is not None and not cold and not skip:
                     # by need (issue 10): only probes that could move an uncached pick
-                    skip = not probe_relevant(route.info, size, model.info, infos, summary)
+                    skip = not probe_relevant(
+                        route.info, size, model.info, infos, summary,
+                        ratio=conf["ROUTING_FAST_ENOUGH_RATIO"],
+                        under_s=conf["ROUTING_FAST_ENOUGH_UNDER_S"],
+                    )  # fmt: skip
                 if fits and not skip:
                     targets.append(ProbeTarget(slug, route, size))
     return within_budget(targets)

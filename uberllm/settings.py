@@ -292,6 +292,11 @@ UBERLLM = {
     # typical + w x (p90 - typical) within 2x of the best, so stalling providers lose
     # long prompts (a better p90, at a higher cost: docs/simulator.md).
     "ROUTING_TAIL_WEIGHT": env.float("UBERLLM_ROUTING_TAIL_WEIGHT", default=0.0),
+    # R2.4 "fast enough": typical TTFT within this ratio of the fastest endpoint's, or
+    # under this many seconds. The defaults are the product's rule; a wider band trades
+    # TTFT for price (docs/simulator.md, "Realistic cache speedups").
+    "ROUTING_FAST_ENOUGH_RATIO": env.float("UBERLLM_ROUTING_FAST_ENOUGH_RATIO", default=2.0),
+    "ROUTING_FAST_ENOUGH_UNDER_S": env.float("UBERLLM_ROUTING_FAST_ENOUGH_UNDER_S", default=1.0),
     # O3: a 429 teaches the endpoint a concurrency cap (0.9 x this process's calls in
     # flight there); while reached, its traffic spills over to the next choice.
     "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=False),

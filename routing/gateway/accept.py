@@ -47,8 +47,20 @@ def _unusable(now: float) -> frozenset[int]:
 
 
 @functools.lru_cache(maxsize=4)
-def _tuning(tail_weight: float) -> SmartTuning:
-    return SmartTuning(tail_weight=float(tail_weight))
+def _tuning(tail_weight: float, ratio: float, under_s: float) -> SmartTuning:
+    return SmartTuning(
+        tail_weight=tail_weight, fast_enough_ratio=ratio, fast_enough_under_s=under_s
+    )
+
+
+def smart_tuning() -> SmartTuning:
+    """R2.4's thresholds and the slow-tail weight, from the settings (operator knobs)."""
+    conf = settings.UBERLLM
+    return _tuning(
+        float(conf.get("ROUTING_TAIL_WEIGHT", 0.0)),
+        float(conf.get("ROUTING_FAST_ENOUGH_RATIO", 2.0)),
+        float(conf.get("ROUTING_FAST_ENOUGH_UNDER_S", 1.0)),
+    )
 
 
 followups = FollowupEstimator()  # per process; learns within a few conversations
@@ -228,7 +240,7 @@ def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dic
             _unusable(now),
             _rng,
             exploration_rate=settings.UBERLLM["EXPLORATION_RATE"],
-            tuning=_tuning(settings.UBERLLM.get("ROUTING_TAIL_WEIGHT", 0.0)),
+            tuning=smart_tuning(),
         )
     except RoutingError as exc:
         raise GatewayError(exc.status, exc.message, code=exc.code) from None

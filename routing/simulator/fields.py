@@ -58,6 +58,8 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "speed_max_age_s": 6 * 3600.0,
     "speed_stale_after_s": 600.0,
     "tail_weight": 0.0,
+    "fast_enough_ratio": 2.0,  # R2.4 (live ROUTING_FAST_ENOUGH_RATIO)
+    "fast_enough_under_s": 1.0,  # R2.4 (live ROUTING_FAST_ENOUGH_UNDER_S)
     "probe_budget_usd_per_day": 25.0,
     "probe_by_need": True,  # skip probes that cannot change an uncached pick (probe_relevant)
     "concurrency_caps": False,

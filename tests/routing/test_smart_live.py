@@ -55,6 +55,21 @@ def test_slow_cheapest_loses_long_prompts_keeps_short_ones(client, emulator):
     assert _served(client, SHORT) == "alpha"  # short prompts: alpha is fast enough
 
 
+def test_the_operator_can_widen_the_fast_enough_band(client, emulator):
+    """ROUTING_FAST_ENOUGH_UNDER_S (R2.4's "under 1 second", an operator setting): with
+    a 5 s floor alpha, the cheapest, is fast enough for long prompts too."""
+    _learn_speeds(client, emulator)
+    assert _served(client, fresh(LONG)) == "bravo"
+    conf = settings.UBERLLM
+    saved = conf["ROUTING_FAST_ENOUGH_UNDER_S"]
+    conf["ROUTING_FAST_ENOUGH_UNDER_S"] = 5.0
+    try:
+        assert _served(client, fresh(LONG)) == "alpha"
+    finally:
+        conf["ROUTING_FAST_ENOUGH_UNDER_S"] = saved
+    assert _served(client, fresh(LONG)) == "bravo"
+
+
 def test_second_gateway_process_sees_what_the_first_learnt(client, emulator, tenant):
     from openai import OpenAI
 

@@ -227,7 +227,12 @@ class LearnsFromCalls:
             return wanted
         summary = self.knowledge.summary(now)
         model_info = self.models[model]
-        return [s for s in wanted if probe_relevant(info, s, model_info, infos, summary)]
+        gateway = self.knowledge.gateway
+        ratio, under_s = gateway["fast_enough_ratio"], gateway["fast_enough_under_s"]
+        return [
+            s for s in wanted
+            if probe_relevant(info, s, model_info, infos, summary, ratio=ratio, under_s=under_s)
+        ]  # fmt: skip
 
     def on_probe(
         self,

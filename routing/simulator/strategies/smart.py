@@ -46,7 +46,11 @@ class Smart(LearnsFromCalls, Strategy):
             self.daily_usd, sim.epoch, burst_s=float(self.gateway["hedge_budget_burst_s"])
         )
         self.exploration_rate = float(self.gateway["exploration_rate"])
-        self.tuning = SmartTuning(tail_weight=float(self.gateway["tail_weight"]))
+        self.tuning = SmartTuning(
+            tail_weight=float(self.gateway["tail_weight"]),
+            fast_enough_ratio=float(self.gateway["fast_enough_ratio"]),
+            fast_enough_under_s=float(self.gateway["fast_enough_under_s"]),
+        )
         self.flat_timeout_s = float(self.gateway["first_token_timeout_s"])
         self.plans: dict[int, RoutePlan] = {}  # request index -> its plan (for timeouts)
         sim.market.timeout_for = self.timeout_for
