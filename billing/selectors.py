@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from itertools import pairwise
 
 from django.db.models import (
     Count,
@@ -453,7 +454,8 @@ def invitation_get(*, organisation_id: int, invitation_id: int) -> Invitation:
 
 def organisation_spend(*, now: datetime | None = None) -> QuerySet:
     """Every organisation with its calls, all-time spend, this month's and last month's
-    spend (UTC) and last call. Staff only: this is the one cross-tenant read. The sums
+    spend (UTC) and last call. Staff only: one of the two cross-tenant reads (the other,
+    ``spend_by_model_bucket``, returns sums per model and size bucket only). The sums
     come from the daily rollups and the rows after them (one subquery each)."""
     this_month = month_start(now)
     last_month = month_start(this_month - timedelta(days=1))
@@ -462,6 +464,24 @@ def organisation_spend(*, now: datetime | None = None) -> QuerySet:
         **_rolled_annotations("organisation_id", since=this_month, previous=last_month),
         last_call_at=Subquery(last_call.values("created_at")[:1]),
     )
+
+
+def spend_by_model_bucket(*, since: datetime) -> dict[tuple[str, str], Decimal]:
+    """What customers of every organisation paid since ``since``, per (model slug,
+    prompt-size bucket): routing's probes by volume weigh a probe against it. A
+    cross-tenant read that returns sums only, nothing about any organisation."""
+    bounds = (0, 8_000, 32_000, 128_000, None)
+    sums = {
+        f"b{i}": Sum("cost_usd", filter=Q(prompt_tokens__gte=low)
+                     & (Q() if high is None else Q(prompt_tokens__lt=high)))
+        for i, (low, high) in enumerate(pairwise(bounds))
+    }  # fmt: skip
+    rows = Activity.objects.filter(created_at__gte=since).values("model_slug").annotate(**sums)
+    return {
+        (row["model_slug"], bucket): Decimal(row[f"b{i}"] or 0)
+        for row in rows
+        for i, bucket in enumerate(PROMPT_BUCKETS)
+    }
 
 
 def spend_since(*, organisation_id: int, api_key_id: int | None, since: datetime) -> Decimal:

@@ -24,6 +24,7 @@ from django.utils import timezone
 from billing.models import Attempt
 from billing.selectors import PROMPT_BUCKETS, percentile
 
+from .core.types import bucket_for
 from .models import ProbeResult, SpeedSample
 from .shared import key, shared_kv
 
@@ -132,6 +133,20 @@ def probe_spend_today(now: datetime | None = None) -> Decimal:
     start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     total = ProbeResult.objects.filter(created_at__gte=start).aggregate(cost=Sum("cost_usd"))
     return Decimal(total["cost"] or 0)
+
+
+def probe_spend_by_model_bucket(*, since: datetime) -> dict[tuple[str, str], Decimal]:
+    """What probes cost since ``since``, per (model slug, prompt-size bucket)."""
+    rows = (
+        ProbeResult.objects.filter(created_at__gte=since)
+        .values("endpoint__model__slug", "prompt_tokens")
+        .annotate(cost=Sum("cost_usd"))
+    )
+    spend: dict[tuple[str, str], Decimal] = {}
+    for row in rows:
+        key = (row["endpoint__model__slug"], bucket_for(row["prompt_tokens"]))
+        spend[key] = spend.get(key, Decimal(0)) + Decimal(row["cost"] or 0)
+    return spend
 
 
 def probe_spend_per_day(*, days: int = 30) -> list[dict]:

@@ -29,6 +29,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.pricing import call_cost
+from billing.selectors import spend_by_model_bucket
 from providers import protocols
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
 from uberllm import metrics
@@ -42,10 +43,11 @@ from .core.probe import (
     probe_worst_cost,
     shift_direction,
     within_probe_budget,
+    within_volume_share,
     worth_probing,
 )
 from .core.types import bucket_for
-from .health import probe_spend_today
+from .health import probe_spend_by_model_bucket, probe_spend_today
 from .memory import load_speed_summary
 from .models import ProbeResult, SpeedSample
 from .outbox import mark_unusable_now
@@ -103,7 +105,8 @@ def probe_targets(
     recent = _measured_since(conf["PROBE_PERIOD_S"], real=True)
     known = {eid for eid, _ in _measured_since(conf["SPEED_MAX_AGE_S"], real=False)}
     by_need = conf.get("PROBE_BY_NEED", True)
-    summary = load_speed_summary() if by_need and not cold_only else None
+    by_volume = float(conf.get("PROBE_SPEND_SHARE", 0) or 0) > 0 and not cold_only
+    summary = load_speed_summary() if (by_need or by_volume) and not cold_only else None
     targets = []
     for slug, model in load_catalog().items():
         infos = [route.info for route in model.endpoints]
@@ -118,7 +121,7 @@ def probe_targets(
                 fits = size + 1 <= route.info.context_length
                 skip = (route.endpoint_id, size) in done
                 skip = skip or (route.endpoint_id, bucket_for(size)) in recent
-                if summary is not None and not cold and not skip:
+                if by_need and summary is not None and not cold and not skip:
                     # by need (issue 10): only probes that could move an uncached pick
                     skip = not probe_relevant(
                         route.info, size, model.info, infos, summary,
@@ -127,6 +130,8 @@ def probe_targets(
                     )  # fmt: skip
                 if fits and not skip:
                     targets.append(ProbeTarget(slug, route, size))
+    if by_volume:
+        targets = within_volume(targets, summary)
     return within_budget(targets)
 
 
@@ -134,6 +139,31 @@ def probe_cost(target: ProbeTarget) -> Decimal:
     """What one probe costs: its uncached prompt and one output token."""
     return call_cost(prices=target.route.prices, prompt_tokens=target.prompt_tokens,
                      cached_tokens=0, completion_tokens=1)  # fmt: skip
+
+
+def within_volume(targets: list[ProbeTarget], summary) -> list[ProbeTarget]:
+    """Probes by volume (``PROBE_SPEND_SHARE`` s > 0, issue 10): a target is kept only
+    if the probes of its model's size bucket over the last ``PROBE_SPEND_WINDOW_S``
+    (an hour), it included, cost at most s x what customers paid for that model's
+    requests of that bucket in the same time (``routing.core.probe.within_volume_share``).
+    A target whose endpoint has no data in the bucket is kept (cold start)."""
+    conf = settings.UBERLLM
+    share = float(conf["PROBE_SPEND_SHARE"])
+    since = timezone.now() - timedelta(seconds=conf["PROBE_SPEND_WINDOW_S"])
+    customer = spend_by_model_bucket(since=since)
+    probes = probe_spend_by_model_bucket(since=since)
+    kept = []
+    for target in targets:
+        key = (target.model_slug, bucket_for(target.prompt_tokens))
+        cost = probe_cost(target)
+        spent = probes.get(key, Decimal(0))
+        no_data = summary.typical(target.route.endpoint_id, key[1]) is None
+        if no_data or within_volume_share(
+            float(customer.get(key, 0)), float(spent), float(cost), share
+        ):
+            kept.append(target)
+            probes[key] = spent + cost
+    return kept
 
 
 def within_budget(targets: list[ProbeTarget]) -> list[ProbeTarget]:

@@ -302,6 +302,11 @@ UBERLLM = {
     "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=False),
     # Probes stop for the UTC day once they cost this much (USD, all models); 0 = no limit.
     "PROBE_DAILY_BUDGET_USD": env.float("UBERLLM_PROBE_DAILY_BUDGET_USD", default=25.0),
+    # Probes by volume: the probes of a model's size bucket over the last window cost at
+    # most this share of what its customers paid for that size in the same window
+    # (routing/probes.py within_volume); 0 = off.
+    "PROBE_SPEND_SHARE": env.float("UBERLLM_PROBE_SPEND_SHARE", default=0.25),
+    "PROBE_SPEND_WINDOW_S": env.float("UBERLLM_PROBE_SPEND_WINDOW_S", default=3600.0),
     # Probe only where the answer could change a pick: skip endpoints dearer than the
     # current pick and not the fastest (docs/routing.md "Probes by need").
     "PROBE_BY_NEED": env.bool("UBERLLM_PROBE_BY_NEED", default=True),

@@ -68,6 +68,18 @@ def within_probe_budget(spent_today_usd: float, probe_cost_usd: float, budget_us
     return budget_usd <= 0 or spent_today_usd + probe_worst_cost(probe_cost_usd) <= budget_usd
 
 
+def within_volume_share(
+    customer_usd: float, probe_usd: float, probe_cost_usd: float, share: float
+) -> bool:
+    """Probe economy by volume (issue 10): over the recent window (the last hour), the
+    probes of one model's size bucket may cost at most ``share`` x what that model's
+    customers spent in the bucket, so a size that customers rarely send is measured in
+    proportion to what rides on it (R5's three sizes every 5 minutes cost $0.25 a cycle
+    on the demo catalog, whatever the traffic). Probes of an endpoint without any speed
+    data (cold start) are not limited by this. ``share`` <= 0 means no limit."""
+    return share <= 0 or probe_usd + probe_cost_usd <= share * customer_usd
+
+
 def probe_relevant(
     endpoint: EndpointInfo,
     prompt_tokens: int,

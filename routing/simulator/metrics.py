@@ -98,6 +98,7 @@ class Metrics:
         self.probe_spend_by_day: dict[int, float] = {}  # UTC day number -> USD
         self.probe_budget_usd_per_day = 0.0  # 0: no limit
         self.probes_over_budget = 0  # probes not sent: the day's budget was spent
+        self.probes_below_volume = 0  # probes not sent: too little traffic of that size
         self.hedge_legs = 0
         self.cut_streams = 0  # served calls the provider cut (endpoint cut_rate)
         self.cut_spend = 0.0  # what cut replies being assembled whole cost (retried)
@@ -205,6 +206,7 @@ class Metrics:
                 str(day): _r(usd, 6) for day, usd in sorted(self.probe_spend_by_day.items())
             },
             "probes_over_budget": self.probes_over_budget,
+            "probes_below_volume": self.probes_below_volume,
             "platform_usd_per_1k_requests": _r(
                 1000 * (hedge_spend + probe_spend + cut_spend) / n, 5
             ),

@@ -11,15 +11,20 @@ of one probe must finish within ``probe_timeout_s`` in all; a failure marks the
 endpoint unusable and records nothing. Every answered call (prompt + one output token)
 is platform cost. A daily budget (``probe_budget_usd_per_day``, 0 = none) stops probes
 for the rest of the UTC day once the day's probe spend plus the cycle's probes at their
-worst cost would exceed it.
+worst cost would exceed it. With ``probe_spend_share`` s > 0 (probes by volume, as
+routing/probes.py), a probe is also sent only if the probes of its model's size bucket
+over the last hour, this one included, cost at most s x what that model's customers
+paid for requests of that bucket finished in the last hour; an endpoint without data
+in the bucket is probed anyway.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict, deque
 from typing import TYPE_CHECKING
 
-from routing.core import bucket_for, budget_day
-from routing.core.probe import probe_worst_cost, within_probe_budget
+from routing.core import BUCKETS, bucket_for, budget_day
+from routing.core.probe import probe_worst_cost, within_probe_budget, within_volume_share
 
 from .market import OK
 from .randomness import mix
@@ -67,6 +72,43 @@ class Probe:
         self.typical: float | None = None
 
 
+class VolumeLedger:
+    """What customers and probes spent per (model, bucket) over the last ``window_s``
+    (probes by volume). Customer spend is read from the run's records as they finish."""
+
+    def __init__(self, engine: Shell, window_s: float = 3600.0) -> None:
+        self.engine = engine
+        self.window_s = window_s
+        self.read = 0  # records already taken in
+        self.customer: dict[tuple[int, str], deque] = defaultdict(deque)
+        self.probes: dict[tuple[int, str], deque] = defaultdict(deque)
+
+    def _take_in(self) -> None:
+        records, endpoints = self.engine.metrics.records, self.engine.market.endpoints
+        for record in records[self.read :]:
+            served, cost = record[12], record[7]
+            if served and cost:
+                key = (endpoints[served].model, BUCKETS[record[0]])
+                self.customer[key].append((record[14] + record[6], cost))
+        self.read = len(records)
+
+    @staticmethod
+    def _total(entries: deque, since: float) -> float:
+        while entries and entries[0][0] < since:
+            entries.popleft()
+        return sum(cost for _, cost in entries)
+
+    def allows(self, model: int, bucket: str, probe_cost: float, share: float) -> bool:
+        self._take_in()
+        since = self.engine.now - self.window_s
+        customer = self._total(self.customer[(model, bucket)], since)
+        probes = self._total(self.probes[(model, bucket)], since)
+        return within_volume_share(customer, probes, probe_cost, share)
+
+    def probed(self, model: int, bucket: str, cost: float) -> None:
+        self.probes[(model, bucket)].append((self.engine.now, cost))
+
+
 class Prober:
     def __init__(self, engine: Shell) -> None:
         self.engine = engine
@@ -76,6 +118,8 @@ class Prober:
         self.timeout = float(gateway["probe_timeout_s"])
         self.budget = float(gateway["probe_budget_usd_per_day"] or 0)
         self.cycle_reserved = 0.0  # worst cost of the probes this cycle sends
+        self.volume_share = float(gateway["probe_spend_share"] or 0)
+        self.volume = VolumeLedger(engine)
         engine.metrics.probe_budget_usd_per_day = self.budget
 
     def start(self) -> None:
@@ -92,9 +136,29 @@ class Prober:
         self.cycle_reserved = 0.0
         for state in engine.market.endpoints[1:]:
             for size in strategy.probe_sizes(state.endpoint_id, self.sizes, now):
-                if size + 1 <= state.context_length and self._affordable(state.endpoint_id, size):
+                if (
+                    size + 1 <= state.context_length
+                    and self._worth_its_volume(state.endpoint_id, size)
+                    and self._affordable(state.endpoint_id, size)
+                ):
                     self._call(Probe(number, state.endpoint_id, size, now))
         engine.at(now + self.period, self.cycle, number + 1)
+
+    def _worth_its_volume(self, endpoint_id: int, size: int) -> bool:
+        """Probes by volume (``probe_spend_share``); an endpoint without data in the
+        bucket is probed anyway."""
+        if self.volume_share <= 0:
+            return True
+        engine = self.engine
+        bucket = bucket_for(size)
+        if engine.strategy.probe_typical(endpoint_id, bucket, engine.now) is None:
+            return True
+        cost = engine.market.cost(endpoint_id, ProbeRequest(size, 0), 0, 1)  # type: ignore[arg-type]
+        model = engine.market.endpoints[endpoint_id].model
+        if self.volume.allows(model, bucket, cost, self.volume_share):
+            return True
+        engine.metrics.probes_below_volume += 1
+        return False
 
     def _affordable(self, endpoint_id: int, size: int) -> bool:
         """The daily probe budget, as routing/probes.py within_budget: a probe is sent only
@@ -139,6 +203,8 @@ class Prober:
             return
         cost = market.cost(probe.endpoint_id, ProbeRequest(probe.size, 0), 0, 1)  # type: ignore[arg-type]
         engine.metrics.probe_spend += cost
+        self.volume.probed(engine.market.endpoints[probe.endpoint_id].model, bucket_for(probe.size),
+                           cost)  # fmt: skip
         day = budget_day(engine.sim.epoch())
         by_day = engine.metrics.probe_spend_by_day
         by_day[day] = by_day.get(day, 0.0) + cost

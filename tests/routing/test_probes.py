@@ -23,7 +23,9 @@ SIZES = [2_000, 40_000, 150_000]  # one probe size per bucket we care about
 def probe_settings():
     conf = settings.UBERLLM
     saved = dict(conf)
-    conf.update(PROBE_SIZES=SIZES, PROBE_CONCURRENCY=3)
+    # Probes by volume off: these tests have no customer traffic (the rule is tested on
+    # its own below).
+    conf.update(PROBE_SIZES=SIZES, PROBE_CONCURRENCY=3, PROBE_SPEND_SHARE=0.0)
     yield conf
     conf.clear()
     conf.update(saved)
@@ -117,6 +119,7 @@ def test_probe_task_through_a_real_celery_worker(market, emulator, probe_setting
     env = {
         **os.environ, "DATABASE_URL": database_url(), "UBERLLM_READ_DOT_ENV": "false",
         "UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true", "UBERLLM_PROBE_SIZES": "2000",
+        "UBERLLM_PROBE_SPEND_SHARE": "0",  # no customer traffic here: probe by need only
         "UBERLLM_SHARED_KEY_PREFIX": settings.UBERLLM["SHARED_KEY_PREFIX"],
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
     }  # fmt: skip
@@ -251,3 +254,48 @@ def test_probes_by_need_skip_a_dearer_slower_endpoint(market, probe_settings):
     assert {size for slug, size in targets if slug == "bravo"} == {2_000, 40_000}
     probe_settings["PROBE_BY_NEED"] = False
     assert {size for slug, size in _targets(7) if slug == "bravo"} == set(SIZES)
+
+
+def _customer_spend(tenant, *, prompt_tokens: int, cost) -> None:
+    from django.utils import timezone
+
+    from billing.models import Activity
+
+    from ..support import TEST_MODEL
+
+    Activity.objects.create(
+        request_id=f"gen-{time.time_ns()}", organisation=tenant.organisation,
+        api_key=tenant.api_key, model_slug=TEST_MODEL, status="success",
+        prompt_tokens=prompt_tokens, cost_usd=cost, created_at=timezone.now(),
+    )  # fmt: skip
+
+
+def test_probes_by_volume_follow_what_customers_spend_per_size(market, tenant, probe_settings):
+    """PROBE_SPEND_SHARE (issue 10, probe economy): over the last hour the probes of a
+    model's size bucket cost at most that share of what its customers paid for requests
+    of that size; an endpoint without data in a bucket is probed anyway."""
+    from routing.probes import probe_cost, probe_targets
+
+    for slug in ("alpha", "bravo"):
+        for bucket in ("<8k", "32k-128k", ">128k"):
+            SpeedSample.objects.create(
+                endpoint=market[slug], bucket=bucket, ttft_ms=1_000, is_probe=True
+            )
+    probe_settings.update(PROBE_BY_NEED=False, PROBE_SPEND_SHARE=0.0)
+    costs = {(t.route.provider_slug, t.prompt_tokens): probe_cost(t) for t in probe_targets(8)}
+    assert len(costs) == 6  # off: every endpoint and size
+    probe_settings.update(PROBE_SPEND_SHARE=0.25)
+    assert _targets(8) == set()  # no customer paid for anything: nothing is worth probing
+    # customers paid 4x alpha's 150k probe for >128k requests: that probe, not bravo's too
+    _customer_spend(tenant, prompt_tokens=150_000, cost=4 * costs[("alpha", 150_000)])
+    _customer_spend(tenant, prompt_tokens=1_000, cost=costs[("alpha", 2_000)])  # 1x: too little
+    assert _targets(8) == {("alpha", 150_000)}
+    # what probes of that size cost in the last hour counts against it
+    ProbeResult.objects.create(
+        cycle=7, endpoint=market["bravo"], prompt_tokens=150_000, status="ok", ttft_ms=900,
+        cost_usd=costs[("bravo", 150_000)],
+    )  # fmt: skip
+    assert _targets(8) == set()
+    # no data in a bucket: probed whatever the spend (a cold start must learn)
+    SpeedSample.objects.filter(endpoint=market["bravo"], bucket="<8k").delete()
+    assert _targets(8) == {("bravo", 2_000)}

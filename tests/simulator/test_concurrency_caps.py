@@ -8,7 +8,12 @@ from routing.simulator.cli import with_gateway
 
 
 def _smart(caps: bool) -> dict:
-    scenario = with_gateway(load_scenario("429-storm"), [f"concurrency_caps={str(caps).lower()}"])
+    # probes at every size each cycle (as before probes by volume): their calls in flight
+    # are part of what the caps learn from
+    scenario = with_gateway(
+        load_scenario("429-storm"),
+        [f"concurrency_caps={str(caps).lower()}", "probe_spend_share=0"],
+    )
     document, _ = simulate(scenario, ["smart"], seed=1, requests=5000)
     return document["strategies"]["smart"]
 

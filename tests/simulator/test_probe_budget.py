@@ -14,7 +14,9 @@ REQUESTS = 4000  # about 45 simulated minutes of deepseek-v4.1-flash
 
 def _smart(budget: float, start_offset_s: float = 0.0) -> dict:
     scenario = with_gateway(
-        load_scenario("deepseek-v4.1-flash"), [f"probe_budget_usd_per_day={budget}"]
+        load_scenario("deepseek-v4.1-flash"),
+        # every probe of every cycle (no probes by volume), so that $0.3 a day runs out
+        [f"probe_budget_usd_per_day={budget}", "probe_spend_share=0"],
     )
     scenario = dataclasses.replace(scenario, start_epoch=scenario.start_epoch + start_offset_s)
     document, _ = simulate(scenario, ["smart"], seed=1, requests=REQUESTS)
