@@ -85,20 +85,38 @@ def dear_price_limit(
 
 
 def expected_ttft(
-    speed: SpeedSummary, endpoint_id: int, bucket: str, cached: bool, min_samples: int
+    speed: SpeedSummary,
+    endpoint_id: int,
+    bucket: str,
+    cached: bool,
+    min_samples: int,
+    cache_ratio: float | None = None,
 ) -> float | None:
     """The typical TTFT this request should see at the endpoint: the cached window when
     most of its prompt is a cache read there and that window has ``min_samples``; else
     (cached) twice the cached typical one bucket down when that is lower than the
     uncached one; else the uncached one (an upper bound: a cache read never prefills
-    slower) as soon as it has a sample, else a thin cached window; None without any."""
-    return _estimate(speed, endpoint_id, bucket, cached, min_samples)[0]
+    slower) as soon as it has a sample (times ``cache_ratio`` when given: the model's
+    cached/uncached speed, ``model_cache_ratio``), else a thin cached window; None
+    without any."""
+    return _estimate(speed, endpoint_id, bucket, cached, min_samples, cache_ratio)[0]
 
 
 def _estimate(
-    speed: SpeedSummary, endpoint_id: int, bucket: str, cached: bool, min_samples: int
+    speed: SpeedSummary,
+    endpoint_id: int,
+    bucket: str,
+    cached: bool,
+    min_samples: int,
+    cache_ratio: float | None = None,
 ) -> tuple[float | None, tuple[int, str] | None, int]:
-    """expected_ttft(), the key of the window it came from and that window's samples."""
+    """expected_ttft(), the key of the window it came from and that window's samples.
+
+    With ``cache_ratio`` (``model_cache_ratio``), a cached estimate without enough
+    cached samples of its own, nor one bucket down, is the uncached typical value times
+    that ratio (the model's other endpoints' cached/uncached speed), not the uncached
+    value itself: an endpoint that has not served cached turns yet is not judged as if
+    cache reads were no faster there."""
     counts, typicals = speed.count_by_key, speed.typical_by_key
     plain = (endpoint_id, bucket)
     if cached:
@@ -111,8 +129,27 @@ def _estimate(
             not counts.get(plain, 0) or smaller < typicals[plain]
         ):  # few agent turns reach >128k: twice the cached typical one bucket down
             return smaller, key, count
+        if cache_ratio is not None and counts.get(plain, 0):
+            return typicals[plain] * cache_ratio, key, count
     count = counts.get(plain, 0)
     return (typicals[plain], plain, count) if count else (None, None, 0)
+
+
+def model_cache_ratio(
+    speed: SpeedSummary, endpoint_ids: list[int], bucket: str, min_samples: int
+) -> float | None:
+    """The median over ``endpoint_ids`` with ``min_samples`` in both windows of the
+    bucket of cached typical / uncached typical (at most 1), or None without any."""
+    counts, typicals = speed.count_by_key, speed.typical_by_key
+    cached_bucket = speed_bucket(bucket, True)
+    ratios = [
+        min(1.0, typicals[(e, cached_bucket)] / typicals[(e, bucket)])
+        for e in endpoint_ids
+        if counts.get((e, cached_bucket), 0) >= min_samples
+        and counts.get((e, bucket), 0) >= min_samples
+        and typicals[(e, bucket)] > 0
+    ]
+    return median(ratios) if ratios else None
 
 
 def _smaller_cached(
@@ -145,16 +182,19 @@ def _candidates(
     followups = features.expected_followup_turns
     tails, tail_weight = speed.tail_by_key, tuning.tail_weight
     candidates = []
+    ratio = model_cache_ratio(speed, [e.endpoint_id for e in eligible], bucket, min_samples)
     for endpoint in eligible:
         endpoint_id = endpoint.endpoint_id
         is_cached = mostly_cached(cached.get(endpoint_id, 0), prompt)
-        typical, key, count = _estimate(speed, endpoint_id, bucket, is_cached, min_samples)
+        typical, key, count = _estimate(speed, endpoint_id, bucket, is_cached, min_samples, ratio)
         judged = tailed = typical
         later_count = min_samples
         if typical is not None:
             tailed = typical + tail_weight * tails.get(key, 0.0)  # type: ignore[arg-type]
             if followups:
-                later, later_key, _ = _estimate(speed, endpoint_id, bucket, True, min_samples)
+                later, later_key, _ = _estimate(
+                    speed, endpoint_id, bucket, True, min_samples, ratio
+                )
                 if later is None:
                     later, later_tailed = typical, tailed
                 else:

