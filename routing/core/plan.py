@@ -8,7 +8,7 @@ marked unusable (R2.7) appended as a last resort -> allow_fallbacks restriction.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from statistics import median
 
 from .candidate import DEFAULT_TUNING, Candidate, Ranked, SmartTuning, cost_key
@@ -99,7 +99,8 @@ def expected_ttft(
     slower) as soon as it has a sample (times ``cache_ratio`` when given: the model's
     cached/uncached speed, ``model_cache_ratio``), else a thin cached window; None
     without any."""
-    return _estimate(speed, endpoint_id, bucket, cached, min_samples, cache_ratio)[0]
+    ratio = None if cache_ratio is None else (lambda: cache_ratio)
+    return _estimate(speed, endpoint_id, bucket, cached, min_samples, ratio)[0]
 
 
 def _estimate(
@@ -108,11 +109,12 @@ def _estimate(
     bucket: str,
     cached: bool,
     min_samples: int,
-    cache_ratio: float | None = None,
+    cache_ratio: Callable[[], float | None] | None = None,
 ) -> tuple[float | None, tuple[int, str] | None, int]:
     """expected_ttft(), the key of the window it came from and that window's samples.
 
-    With ``cache_ratio`` (``model_cache_ratio``), a cached estimate without enough
+    With ``cache_ratio`` (it returns ``model_cache_ratio``; called only when needed), a
+    cached estimate without enough
     cached samples of its own, nor one bucket down, is the uncached typical value times
     that ratio (the model's other endpoints' cached/uncached speed), not the uncached
     value itself: an endpoint that has not served cached turns yet is not judged as if
@@ -129,8 +131,9 @@ def _estimate(
             not counts.get(plain, 0) or smaller < typicals[plain]
         ):  # few agent turns reach >128k: twice the cached typical one bucket down
             return smaller, key, count
-        if cache_ratio is not None and counts.get(plain, 0):
-            return typicals[plain] * cache_ratio, key, count
+        ratio = cache_ratio() if cache_ratio is not None and counts.get(plain, 0) else None
+        if ratio is not None:
+            return typicals[plain] * ratio, key, count
     count = counts.get(plain, 0)
     return (typicals[plain], plain, count) if count else (None, None, 0)
 
@@ -139,7 +142,11 @@ def model_cache_ratio(
     speed: SpeedSummary, endpoint_ids: list[int], bucket: str, min_samples: int
 ) -> float | None:
     """The median over ``endpoint_ids`` with ``min_samples`` in both windows of the
-    bucket of cached typical / uncached typical (at most 1), or None without any."""
+    bucket of cached typical / uncached typical (at most 1), or None without any
+    (computed once per speed snapshot)."""
+    memo_key = ("cache_ratio", bucket, min_samples, tuple(endpoint_ids))
+    if memo_key in speed.derived:
+        return speed.derived[memo_key]
     counts, typicals = speed.count_by_key, speed.typical_by_key
     cached_bucket = speed_bucket(bucket, True)
     ratios = [
@@ -149,7 +156,9 @@ def model_cache_ratio(
         and counts.get((e, bucket), 0) >= min_samples
         and typicals[(e, bucket)] > 0
     ]
-    return median(ratios) if ratios else None
+    ratio = median(ratios) if ratios else None
+    speed.derived[memo_key] = ratio
+    return ratio
 
 
 def _smaller_cached(
@@ -182,7 +191,14 @@ def _candidates(
     followups = features.expected_followup_turns
     tails, tail_weight = speed.tail_by_key, tuning.tail_weight
     candidates = []
-    ratio = model_cache_ratio(speed, [e.endpoint_id for e in eligible], bucket, min_samples)
+    memo: list[float | None] = []
+
+    def ratio() -> float | None:  # computed once, and only if a cached estimate needs it
+        if not memo:
+            ids = [e.endpoint_id for e in eligible]
+            memo.append(model_cache_ratio(speed, ids, bucket, min_samples))
+        return memo[0]
+
     for endpoint in eligible:
         endpoint_id = endpoint.endpoint_id
         is_cached = mostly_cached(cached.get(endpoint_id, 0), prompt)

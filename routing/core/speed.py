@@ -157,6 +157,8 @@ class SpeedSummary:
     newest_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
     stale_keys: frozenset[SpeedKey] = frozenset()
     tail_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
+    # figures derived from this snapshot, computed once per snapshot (plan.model_cache_ratio)
+    derived: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def tail(self, endpoint_id: int, bucket: str) -> float:
         """The window's slow tail in seconds above its typical value (``slow_tail``)."""
