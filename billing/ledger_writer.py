@@ -30,6 +30,9 @@ NOTIFY_TIMEOUT_S = 1.0
 # left by then (the write does not delay it), the openings of that moment share one
 # INSERT, and a call that ended within it is a single INSERT of the finished row.
 URGENT_LINGER_S = 0.005
+# At most this many transactions a second under load (the openings and endings of that
+# moment share one), however many calls start.
+MIN_FLUSH_INTERVAL_S = 0.05
 
 
 async def _flush(batch: list[LedgerItem]) -> None:
@@ -70,7 +73,7 @@ async def _notify_dashboards(batch: list[LedgerItem]) -> None:
 
 ledger_writer: BatchWriter[LedgerItem] = BatchWriter(
     "ledger", _flush, max_items=1_000_000, batch_size=200, retry=True, linger_s=0.05,
-    urgent_linger_s=URGENT_LINGER_S,
+    urgent_linger_s=URGENT_LINGER_S, min_interval_s=MIN_FLUSH_INTERVAL_S,
 )  # fmt: skip
 
 

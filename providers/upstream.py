@@ -71,9 +71,12 @@ def _new_session() -> aiohttp.ClientSession:
     timeout = aiohttp.ClientTimeout(
         total=None, sock_connect=conf["UPSTREAM_CONNECT_TIMEOUT_S"], sock_read=read
     )
+    # No cookie jar: a provider's Set-Cookie must not follow one tenant's call into the
+    # next one's (and filtering and storing cookies cost every request a little).
     return aiohttp.ClientSession(
         connector=connector, timeout=timeout, auto_decompress=False, trust_env=False,
         skip_auto_headers=("User-Agent",), raise_for_status=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
     )  # fmt: skip
 
 

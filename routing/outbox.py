@@ -49,9 +49,14 @@ async def _flush_prefixes(entries: list[LogEntry]) -> None:
     await shared_kv().append_log(key("prefix-log"), entries)
 
 
+# Speed samples reach this process's routing at once (routing.memory); the database is
+# for the other processes, which re-read it every SPEED_CACHE_TTL_S anyway: one write
+# per SAMPLE_FLUSH_INTERVAL_S under load, not one per call.
+SAMPLE_FLUSH_INTERVAL_S = 0.5
 sample_writer: BatchWriter[SpeedSample] = BatchWriter(
-    "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True
-)
+    "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True,
+    min_interval_s=SAMPLE_FLUSH_INTERVAL_S,
+)  # fmt: skip
 mark_writer: BatchWriter[MarkLesson] = BatchWriter(
     "unusable-marks", _flush_marks, max_items=10_000, batch_size=100, retry=True
 )

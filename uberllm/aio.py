@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import math
+import time
 from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, ParamSpec, TypeVar
@@ -71,9 +73,13 @@ class BatchWriter(Generic[T]):
     """A bounded queue drained by one background task per event loop, in batches.
 
     ``put`` never waits (the request path calls it); ``flush(batch)`` runs in the
-    background. A failed flush (a store down) is retried with back-off when ``retry``
-    is set, so nothing is lost while the process lives; otherwise the batch is dropped
-    after ``max_tries``. A full queue drops the new item and counts it in ``dropped``.
+    background. ``min_interval_s`` bounds how often it runs: an item queued within that
+    time of the last flush waits for the next, with every item queued meanwhile (so
+    under load a store sees a few transactions a second, not one per call, while a
+    quiet writer still flushes at once). A failed flush (a store down) is retried with
+    back-off when ``retry`` is set, so nothing is lost while the process lives; otherwise
+    the batch is dropped after ``max_tries``. A full queue drops the new item and counts
+    it in ``dropped``.
     """
 
     def __init__(
@@ -87,6 +93,7 @@ class BatchWriter(Generic[T]):
         max_tries: int = 5,
         linger_s: float = 0.0,
         urgent_linger_s: float = 0.0,
+        min_interval_s: float = 0.0,
     ) -> None:
         self.name = name
         self._flush = flush
@@ -96,6 +103,8 @@ class BatchWriter(Generic[T]):
         self.max_tries = max_tries
         self.linger_s = linger_s  # wait this long for more items before a small batch
         self.urgent_linger_s = urgent_linger_s  # ... or this long after an urgent one
+        self.min_interval_s = min_interval_s  # from one flush's start to the next
+        self._last_flush = -math.inf  # time.monotonic() at the last flush's start
         self._items: deque[T] = deque()
         self._wakeup: asyncio.Event | None = None
         self._urgent = asyncio.Event()
@@ -153,12 +162,19 @@ class BatchWriter(Generic[T]):
                 # share the write, and a call ended by then is one row write.
                 await asyncio.sleep(self.urgent_linger_s)
             self._urgent.clear()
+            await self._keep_interval()
             batch = [self._items.popleft() for _ in range(min(self.batch_size, len(self._items)))]
             self.in_flight = len(batch)
             try:
                 await self._flush_with_retries(batch)
             finally:
                 self.in_flight = 0
+
+    async def _keep_interval(self) -> None:
+        wait = self._last_flush + self.min_interval_s - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self._last_flush = time.monotonic()
 
     async def _flush_with_retries(self, batch: list[T]) -> None:
         tries = 0

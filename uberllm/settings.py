@@ -103,12 +103,15 @@ if "postgresql" in DATABASES["default"]["ENGINE"]:
         DATABASES["default"]["OPTIONS"].setdefault("options", " ".join(server_options))
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL, a busy timeout and IMMEDIATE transactions let the gateway's writer threads,
-    # the worker and beat share the file without "database is locked".
+    # the worker and beat share the file without "database is locked". Temporary tables
+    # and statement journals in memory: no temporary file per write batch.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": 30,
             "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;"
+            ),
         }
     )
     # A file (not memory), so a second gateway process in the tests can open it; one per

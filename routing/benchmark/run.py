@@ -34,6 +34,10 @@ MODES = {
     UNPACED: "50 tokens, no waiting (emulator time_scale 0)",
 }
 DIRECT, UBERLLM, LITELLM = "direct", "uberllm", "litellm"
+# A paced stream lasts about a second (50 tokens at 20 ms): a paced cell runs long
+# enough for ``Options.min_paced_streams`` of them, so a p50 at one stream is not the
+# median of five.
+PACED_STREAM_S = 1.0
 LITELLM_MASTER_KEY = "sk-bench-master-key"
 EMULATOR_PROFILE = {
     "_comment": "bench_overhead: one provider, no jitter, no prompt-size effect.",
@@ -71,6 +75,7 @@ class Options:
     app: str = "uberllm.asgi:application"  # the ASGI application the server serves
     server: str = "uvicorn"  # or "granian"
     idle_s: float = 10.0  # the quiet window for idle CPU (0: not measured)
+    min_paced_streams: int = 30  # a paced cell measures at least this many streams
     litellm: str | None = None  # the `litellm` executable, or None to skip it
     database_url: str | None = None  # None: the production settings' database
     redis: bool = False
@@ -149,6 +154,7 @@ class Bench:
         self.ports: dict[str, int] = {}
         self.api_key = ""
         self.env = self._env()
+        self.mode = PACED
 
     # --- processes -------------------------------------------------------------
     def _env(self) -> dict[str, str]:
@@ -234,6 +240,7 @@ class Bench:
 
     # --- cells -------------------------------------------------------------------
     def set_mode(self, mode: str) -> None:
+        self.mode = mode
         url = f"{self.emulator_url}/_control/{PROVIDER}"
         _http("POST", url, {"reset": True})
         if mode == UNPACED:
@@ -249,12 +256,19 @@ class Bench:
         url = f"http://127.0.0.1:{self.ports[LITELLM]}/v1/chat/completions"
         return url, [f"Authorization: Bearer {LITELLM_MASTER_KEY}"], self.procs[LITELLM].pid
 
+    def duration(self, concurrency: int) -> float:
+        """Measured seconds of a cell: ``--duration``, longer at low concurrency when
+        paced (``Options.min_paced_streams``)."""
+        if self.mode != PACED:
+            return self.o.duration
+        return max(self.o.duration, self.o.min_paced_streams * PACED_STREAM_S / concurrency)
+
     def cell(self, name: str, concurrency: int, body: dict | None = None) -> dict:
         url, headers, pid = self.target(name)
         body = body or REQUEST
         argv = [sys.executable, "-m", "routing.benchmark.loadgen", "--url", url,
                 "--body", json.dumps(body), "-c", str(concurrency),
-                "--warmup", str(self.o.warmup), "--duration", str(self.o.duration),
+                "--warmup", str(self.o.warmup), "--duration", str(self.duration(concurrency)),
                 "--watch", f"emulator={self.procs['emulator'].pid}"]  # fmt: skip
         for header in headers:
             argv += ["--header", header]

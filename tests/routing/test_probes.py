@@ -76,6 +76,7 @@ def test_slowdown_at_one_size_moves_only_long_prompts(client, emulator, probe_se
         for messages in (LONG, SHORT):
             for _ in range(3):
                 _served(client, fresh(messages), order=[slug], allow_fallbacks=False)
+    wait_learnt()  # their samples are in the database before the probe cycle reads it
     probe_settings["PROBE_SIZES"] = [40_000]
     # the real calls above count as older than a probe period (else they stand in for
     # this cycle's probe: test_probes_skip_buckets_real_traffic_measured_this_period)
@@ -96,6 +97,7 @@ def test_slowdown_at_one_size_moves_only_long_prompts(client, emulator, probe_se
 def test_a_lone_stall_in_a_probe_does_not_restart_the_window(client, emulator, probe_settings):
     for _ in range(3):
         _served(client, fresh(LONG), order=["alpha"], allow_fallbacks=False)
+    wait_learnt()  # their samples are in the database: alpha is not cold (no <8k probe)
     probe_settings["PROBE_SIZES"] = [40_000]
     probe_settings["PROBE_PERIOD_S"] = 0.001  # the real calls above: older than a period
     emulator.control("alpha", stall={"probability": 1.0, "extra_s": [1.5, 1.5]})

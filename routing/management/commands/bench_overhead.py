@@ -111,6 +111,7 @@ class Command(BaseCommand):
             app=options["app"],
             server=options["server"],
             idle_s=10.0 if options["idle_seconds"] is None else options["idle_seconds"],
+            min_paced_streams=0 if quick else 30,
             litellm=self._litellm(options, base),
             database_url=self._database_url(base),
             redis=bool(settings.REDIS_URL),
