@@ -1,11 +1,14 @@
 """The gateway's ledger writes, off the request path: one bounded queue per process,
 drained in batches by a background task (one thread hop and one transaction per batch,
 not per call; it lingers 50 ms for a small batch, so a short call's opening and ending
-usually become one INSERT).
+usually become one INSERT). Under load it writes at most once per
+``LEDGER_FLUSH_INTERVAL_S`` (0.2 s): measured, one transaction per call cost the
+gateway a fifth of its CPU per paced stream on SQLite (docs/benchmarks.md, round 7).
 
 A stream's pending row is queued when it is accepted, and flushed within
-``URGENT_LINGER_S`` (5 ms; a process killed mid-stream after that leaves it for the
-reconciler, one killed within it loses it with the rest of its queue);
+``URGENT_LINGER_S`` (5 ms) when the writer is quiet, within the flush interval under
+load (a process killed mid-stream after that leaves it for the reconciler, one killed
+before loses it with the rest of its queue);
 a non-streaming call's only once it has run ``OPEN_DEFER_S`` (1 s), so a short one is a
 single INSERT of the finished row.
 The outcome is queued when the call ends, and the writer applies all in order. While
@@ -21,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from django.conf import settings
+
 from billing.ledger import CallResult, Checkpoint, LedgerItem, OpenRow, ledger_write
 from uberllm.aio import BatchWriter, db_call, run_service
 
@@ -30,9 +35,6 @@ NOTIFY_TIMEOUT_S = 1.0
 # left by then (the write does not delay it), the openings of that moment share one
 # INSERT, and a call that ended within it is a single INSERT of the finished row.
 URGENT_LINGER_S = 0.005
-# At most this many transactions a second under load (the openings and endings of that
-# moment share one), however many calls start.
-MIN_FLUSH_INTERVAL_S = 0.05
 
 
 async def _flush(batch: list[LedgerItem]) -> None:
@@ -73,7 +75,9 @@ async def _notify_dashboards(batch: list[LedgerItem]) -> None:
 
 ledger_writer: BatchWriter[LedgerItem] = BatchWriter(
     "ledger", _flush, max_items=1_000_000, batch_size=200, retry=True, linger_s=0.05,
-    urgent_linger_s=URGENT_LINGER_S, min_interval_s=MIN_FLUSH_INTERVAL_S,
+    urgent_linger_s=URGENT_LINGER_S,
+    # At most one transaction per interval under load, however many calls start.
+    min_interval_s=settings.UBERLLM["LEDGER_FLUSH_INTERVAL_S"],
 )  # fmt: skip
 
 

@@ -353,6 +353,10 @@ UBERLLM = {
     # the reconciler (every RECONCILE_EVERY_S) closes a pending row whose last beat is
     # older than RECONCILE_AFTER_S (a dead process), billing what was delivered.
     "LEDGER_HEARTBEAT_S": env.float("UBERLLM_LEDGER_HEARTBEAT_S", default=30.0),
+    # Each gateway process writes its ledger rows at most once per this interval (the
+    # openings and endings of that moment in one transaction): fewer, larger writes under
+    # load, at the price of rows landing (and lost with a killed process) that much later.
+    "LEDGER_FLUSH_INTERVAL_S": env.float("UBERLLM_LEDGER_FLUSH_INTERVAL_S", default=0.2),
     "RECONCILE_AFTER_S": env.float("UBERLLM_RECONCILE_AFTER_S", default=90.0),
     "RECONCILE_EVERY_S": env.float("UBERLLM_RECONCILE_EVERY_S", default=30.0),
     # In-process caches in front of the shared stores (seconds).
