@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from uberllm.aio import BatchWriter, db_call
 from uberllm.lean_sql import insert_rows
 
@@ -51,11 +53,10 @@ async def _flush_prefixes(entries: list[LogEntry]) -> None:
 
 # Speed samples reach this process's routing at once (routing.memory); the database is
 # for the other processes, which re-read it every SPEED_CACHE_TTL_S anyway: one write
-# per SAMPLE_FLUSH_INTERVAL_S under load, not one per call.
-SAMPLE_FLUSH_INTERVAL_S = 0.5
+# per SPEED_SAMPLE_FLUSH_INTERVAL_S under load, not one per call.
 sample_writer: BatchWriter[SpeedSample] = BatchWriter(
     "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True,
-    min_interval_s=SAMPLE_FLUSH_INTERVAL_S,
+    min_interval_s=settings.UBERLLM["SPEED_SAMPLE_FLUSH_INTERVAL_S"],
 )  # fmt: skip
 mark_writer: BatchWriter[MarkLesson] = BatchWriter(
     "unusable-marks", _flush_marks, max_items=10_000, batch_size=100, retry=True

@@ -10,6 +10,7 @@ import pytest
 from providers.emulator.server import EmulatorServer
 
 from .support import (
+    TEST_FLUSH_INTERVAL_S,
     TEST_MARKET,
     GatewayServer,
     catalog_for_tests,
@@ -103,3 +104,10 @@ def _allow_loopback_upstreams():
     # Exploration (R2.6) sends 5% of requests to a random endpoint: tests that do not
     # test it want a deterministic choice.
     settings.UBERLLM["EXPLORATION_RATE"] = 0.0
+    # Under load a process writes its ledger rows and speed samples at most every 0.2 /
+    # 0.5 s (tests/ops/test_batch_writer.py tests that); tests wait for each write.
+    from billing.ledger_writer import ledger_writer
+    from routing.outbox import sample_writer
+
+    for writer in (ledger_writer, sample_writer):
+        writer.min_interval_s = TEST_FLUSH_INTERVAL_S

@@ -12,6 +12,8 @@ import uvicorn
 from django.conf import settings
 
 TEST_MODEL = "test/model-a"
+# Ledger and speed-sample flush interval of the test gateways (production: 0.2 / 0.5 s).
+TEST_FLUSH_INTERVAL_S = 0.02
 
 # A small market with tiny delays so tests run fast; tests slow providers down with
 # emulator.control(...) where they need to.
@@ -241,6 +243,8 @@ class SubprocessGateway:
             "UBERLLM_EXPLORATION_RATE": "0",
             "UBERLLM_SHARED_KEY_PREFIX": settings.UBERLLM["SHARED_KEY_PREFIX"],
             "UBERLLM_SPEED_CACHE_TTL_S": str(settings.UBERLLM["SPEED_CACHE_TTL_S"]),
+            "UBERLLM_LEDGER_FLUSH_INTERVAL_S": str(TEST_FLUSH_INTERVAL_S),
+            "UBERLLM_SPEED_SAMPLE_FLUSH_INTERVAL_S": str(TEST_FLUSH_INTERVAL_S),
             "UBERLLM_READ_DOT_ENV": "false",
             **self.extra_env,
         }

@@ -357,6 +357,11 @@ UBERLLM = {
     # openings and endings of that moment in one transaction): fewer, larger writes under
     # load, at the price of rows landing (and lost with a killed process) that much later.
     "LEDGER_FLUSH_INTERVAL_S": env.float("UBERLLM_LEDGER_FLUSH_INTERVAL_S", default=0.2),
+    # Speed samples likewise (this process's routing learns at once; the others re-read
+    # the database every SPEED_CACHE_TTL_S).
+    "SPEED_SAMPLE_FLUSH_INTERVAL_S": env.float(
+        "UBERLLM_SPEED_SAMPLE_FLUSH_INTERVAL_S", default=0.5
+    ),
     "RECONCILE_AFTER_S": env.float("UBERLLM_RECONCILE_AFTER_S", default=90.0),
     "RECONCILE_EVERY_S": env.float("UBERLLM_RECONCILE_EVERY_S", default=30.0),
     # In-process caches in front of the shared stores (seconds).
