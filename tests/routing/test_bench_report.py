@@ -68,3 +68,14 @@ def test_gateway_commands() -> None:
     assert granian[granian.index("--workers") + 1] == "2"
     uvicorn = gateway_argv("uvicorn", "uberllm.asgi:application", 8001, 1)
     assert uvicorn[1:4] == ["-m", "uvicorn", "uberllm.asgi:application"]
+
+
+def test_a_paced_cell_runs_long_enough_for_its_minimum_of_streams(tmp_path):
+    from routing.benchmark.run import PACED, UNPACED, Bench, Options
+
+    bench = Bench(Options(duration=5.0, min_paced_streams=30, log=lambda _: None), tmp_path)
+    bench.mode = PACED
+    assert bench.duration(1) == 30.0  # one stream a second: 30 s for 30 streams
+    assert bench.duration(32) == 5.0  # 32 streams a second: --duration is enough
+    bench.mode = UNPACED
+    assert bench.duration(1) == 5.0
