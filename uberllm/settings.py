@@ -330,6 +330,11 @@ UBERLLM = {
     # The daily hedge budget is paced over the UTC day: by time t at most
     # budget x (t + burst) / 24 h is spent; 86400 or more = all of it from 00:00 (greedy).
     "HEDGE_BUDGET_BURST_S": env.float("UBERLLM_HEDGE_BUDGET_BURST_S", default=3600.0),
+    # A streamed reply starts (200 and its SSE headers) once a provider has answered 200,
+    # while it prefills, so the first token leaves in one write; false: only with the
+    # first token (or the keep-alive below), so that a call failing on every provider
+    # before its first token answers an HTTP error status instead of an error chunk.
+    "EARLY_STREAM_START": env.bool("UBERLLM_EARLY_STREAM_START", default=True),
     # While no first token has arrived, answer 200 after this long and keep the stream
     # alive with SSE comments (": PROCESSING") every KEEPALIVE_INTERVAL_S.
     "KEEPALIVE_AFTER_S": env.float("UBERLLM_KEEPALIVE_AFTER_S", default=2.0),

@@ -55,8 +55,12 @@ def run_pair(
                         results.setdefault((mode, concurrency, DIRECT), []).append(direct)
                     outcome = bench.cell(UBERLLM, concurrency)
                     results.setdefault((mode, concurrency, side), []).append(outcome)
+                    added = (
+                        outcome["ttft_ms"]["p50"]
+                        - results[(mode, concurrency, DIRECT)][-1]["ttft_ms"]["p50"]
+                    )
                     log(f"  round {round_no + 1} {mode} c={concurrency} {side}: "
-                        f"{_cpu(outcome):.2f} ms CPU/req")  # fmt: skip
+                        f"{_cpu(outcome):.2f} ms CPU/req, +TTFT p50 {added:.2f} ms")  # fmt: skip
     finally:
         for bench in benches.values():
             bench.stop()

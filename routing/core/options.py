@@ -65,6 +65,8 @@ class RoutingOptions:
         Raises RoutingError(400) on a wrong type, an unknown key, an unknown sort or
         suffix, or a suffix that contradicts ``sort``.
         """
+        if not provider_obj and model_suffix is None and isinstance(provider_obj, dict | None):
+            return _DEFAULTS  # most requests: nothing to parse (one object, made once)
         provider = {} if provider_obj is None else provider_obj
         if not isinstance(provider, dict):
             raise _bad("provider must be an object")
@@ -86,6 +88,9 @@ class RoutingOptions:
             require_parameters=_parse_bool(provider, "require_parameters", default=False),
             ignored_keys=tuple(sorted(NOOP_KEYS & provider.keys())),
         )
+
+
+_DEFAULTS = RoutingOptions()
 
 
 def split_model_suffix(model_id: str) -> tuple[str, str | None]:

@@ -147,6 +147,9 @@ class LiveCall:
         self.served: LiveAttempt | None = None
         self.ttft_ms: int | None = None
         self._t0 = time.monotonic()
+        # A streamed reply's headers leave when a provider has accepted the call (HTTP
+        # 200), while it prefills, not with the first token (``EARLY_STREAM_START``).
+        self.early_start = accepted.chat.stream and settings.UBERLLM["EARLY_STREAM_START"]
 
     # --- the loop ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -195,7 +198,17 @@ class LiveCall:
             except TimeoutError:
                 await self._keepalive()
                 continue
+            if event[0] == "accepted":  # the shell's own business: no news for the session
+                await self._start_stream(event[1])
+                continue
             return self._dispatch(event)
+
+    async def _start_stream(self, leg: Leg) -> None:
+        """A provider answered 200: the SSE response starts now, while it prefills, so the
+        first token leaves alone. From here a failure on every provider ends the stream
+        with an error chunk (as after a keep-alive), not an HTTP error status."""
+        if not self.out.started and not self.session.done and not leg.failed:
+            await self.out.start_sse(self.accepted.request_id)
 
     def _dispatch(self, event: tuple) -> list[Action]:
         now, session = time.monotonic(), self.session
@@ -270,7 +283,7 @@ class LiveCall:
                     self.records.remove(attempt.record)
                     self.events.put_nowait(("refused", leg))
                     return
-            await self._open_upstream(attempt)
+            await self._open_upstream(attempt, leg)
             self.events.put_nowait(("first", leg))
         except UpstreamError as error:
             if attempt.aborted:  # the client left and the call is being cancelled
@@ -285,9 +298,10 @@ class LiveCall:
             self._failed(attempt, error)
             self.events.put_nowait(("failed", leg, error))
 
-    async def _open_upstream(self, attempt: LiveAttempt) -> None:
+    async def _open_upstream(self, attempt: LiveAttempt, leg: Leg) -> None:
         """Open the upstream stream and read up to its first token (the attempt's TTFT);
-        raises UpstreamError, always with the stream closed."""
+        raises UpstreamError, always with the stream closed. Once the provider answered
+        200, the call may start its own SSE response (``_start_stream``)."""
         accepted, route = self.accepted, attempt.route
         call = UpstreamCall(route.url, accepted.upstream_body(route), route.authorization,
                             route.protocol)  # fmt: skip
@@ -300,6 +314,8 @@ class LiveCall:
             async with asyncio.timeout(timeout_s):
                 attempt.opening()  # in flight at its endpoint (O3) until closed
                 attempt.stream = await open_stream(call)
+                if self.early_start and not self.out.started:
+                    self.events.put_nowait(("accepted", leg))
                 await _first_token(attempt)
         except TimeoutError:
             await attempt.aclose()

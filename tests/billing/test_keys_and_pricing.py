@@ -22,6 +22,19 @@ def test_key_format_and_hash():
     assert not secret_matches(parsed.secret[:-1] + other_last, stored)
 
 
+def test_stored_hashes_stay_hmac_sha256_of_the_secret_key():
+    """Keys stored before any change of the hashing code keep working: the hash is the
+    hex HMAC-SHA256 of the secret under SECRET_KEY, whatever computes it."""
+    import hashlib
+    import hmac
+
+    from django.conf import settings
+
+    secret = "s3cret-" * 6
+    expected = hmac.new(settings.SECRET_KEY.encode(), secret.encode(), hashlib.sha256)
+    assert hash_secret(secret) == expected.hexdigest()
+
+
 @pytest.mark.django_db
 def test_no_plaintext_key_in_database():
     tenant = make_tenant("Keys")

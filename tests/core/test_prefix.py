@@ -47,3 +47,11 @@ def test_prefix_cache_with_explicit_now():
     cache = PrefixCache()
     cache.remember(1, prefix_hashes(TURN_1), ttl_s=60.0, now=0.0)
     assert cache.cached_tokens(1, prefix_hashes(TURN_1), now=59.0) == prefix_hashes(TURN_1)[-1][1]
+
+
+def test_a_message_orjson_cannot_serialise_still_hashes_and_stays_canonical():
+    """An integer beyond 64 bits (valid JSON) takes the standard library's path."""
+    huge = {"role": "user", "content": "hi", "metadata": {"n": 2**70, "a": 1}}
+    reordered = {"metadata": {"a": 1, "n": 2**70}, "content": "hi", "role": "user"}
+    assert prefix_hashes([huge]) == prefix_hashes([reordered])
+    assert prefix_hashes([huge]) != prefix_hashes([{**huge, "metadata": {"n": 2**70}}])

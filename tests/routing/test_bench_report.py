@@ -79,3 +79,14 @@ def test_a_paced_cell_runs_long_enough_for_its_minimum_of_streams(tmp_path):
     assert bench.duration(32) == 5.0  # 32 streams a second: --duration is enough
     bench.mode = UNPACED
     assert bench.duration(1) == 5.0
+
+
+def test_bench_prompt_times_each_step_of_a_conversation_of_the_size_asked():
+    from routing.benchmark.prompt import STEPS, conversation, measure, render
+
+    assert 45_000 <= len(conversation(50)) <= 55_000
+    (row,) = measure([50], repeats=1)
+    assert row["kb"] == round(len(conversation(50)) / 1000) and row["messages"] >= 3
+    assert all(row[step] > 0 for step in STEPS)
+    assert row["total"] == sum(row[step] for step in STEPS)
+    assert render([row]).splitlines()[-1].split()[0] == str(row["kb"])
