@@ -94,6 +94,19 @@ def _remove_sqlite_test_files():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _fast_password_hasher():
+    """Tenants and members are created in most tests: PBKDF2's million rounds cost each
+    one ~0.5 s on a slow core (a third of a CI run). Production keeps Django's default."""
+    if not django_configured():
+        yield
+        return
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _allow_loopback_upstreams():
     """The emulator runs on loopback; production keeps private upstreams forbidden."""
     if not django_configured():
