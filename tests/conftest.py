@@ -102,7 +102,7 @@ def _fast_password_hasher():
         return
     from django.test import override_settings
 
-    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+    with override_settings(PASSWORD_HASHERS=["tests.hashers.FastPBKDF2PasswordHasher"]):
         yield
 
 
