@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -57,6 +58,32 @@ def rss_bytes(pids: list[int]) -> int:
         except OSError:
             pass
     return total
+
+
+def cpu_reference_ms(iterations: int = 2_000_000) -> float:
+    """A fixed pure-Python loop, best of three, in ms: how fast this machine's cores run
+    the interpreter, so absolute figures of runs on different machines can be compared
+    (the ratios to direct and to LiteLLM need no such help)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        total = 0
+        for i in range(iterations):
+            total += i
+        best = min(best, (time.perf_counter() - start) * 1000)
+    return best
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo ("" when unknown)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def machine_busy() -> tuple[float, float]:

@@ -90,3 +90,12 @@ def test_bench_prompt_times_each_step_of_a_conversation_of_the_size_asked():
     assert all(row[step] > 0 for step in STEPS)
     assert row["total"] == sum(row[step] for step in STEPS)
     assert render([row]).splitlines()[-1].split()[0] == str(row["kb"])
+
+
+def test_the_bench_header_names_the_cpu_and_its_reference_loop():
+    from routing.benchmark.procs import cpu_model, cpu_reference_ms
+
+    assert cpu_reference_ms(20_000) > 0  # milliseconds, a float (no time is asserted)
+    with open("/proc/cpuinfo") as f:
+        named = any(line.startswith("model name") for line in f)
+    assert bool(cpu_model()) == named

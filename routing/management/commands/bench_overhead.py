@@ -16,6 +16,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from routing.benchmark.procs import cpu_model, cpu_reference_ms
 from routing.benchmark.report import table
 from routing.benchmark.run import MODES, SERVERS, Options, find_litellm, run
 
@@ -122,6 +123,7 @@ class Command(BaseCommand):
             f"database: {'sqlite (var/bench/bench.sqlite3)' if bench.database_url else database}"
             f", shared state: {'redis' if bench.redis else 'in-process'}"
             f", gateway: {bench.server} x {bench.workers} workers, cores: {os.cpu_count()}"
+            f" ({cpu_model() or 'unknown CPU'}; reference loop {cpu_reference_ms():.0f} ms)"
         )
         default_app = bench.app == "uberllm.asgi:application"
         if not default_app or settings.SETTINGS_MODULE != "uberllm.settings":
