@@ -125,3 +125,13 @@ def test_smart_routing_runs_unless_the_customer_chose(options, customer):
 )
 def test_split_model_suffix(model_id, expected):
     assert split_model_suffix(model_id) == expected
+
+
+def test_no_options_is_one_shared_default_and_a_falsy_non_object_is_still_refused():
+    """Most requests name no provider options: nothing is parsed, one object is shared."""
+    plain = RoutingOptions.from_request(None)
+    assert plain is RoutingOptions.from_request({}) and plain == RoutingOptions()
+    assert RoutingOptions.from_request({}, "floor").sort == "price"
+    for not_an_object in ([], "", 0, False):
+        with pytest.raises(RoutingError):
+            RoutingOptions.from_request(not_an_object)
