@@ -7,19 +7,22 @@ replayed finaliser changes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import logging
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from uberllm.lean_sql import insert_rows, select_rows, update_rows
+from uberllm.metrics import observe_ledger_orphan
 
-from .models import Activity, ApiKey, Attempt
+from .models import Activity, ApiKey, Attempt, Organisation
 from .savings import fill_savings
 
+logger = logging.getLogger(__name__)
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
@@ -88,7 +91,7 @@ class OpenRow:
 
     request_id: str
     organisation_id: int
-    api_key_id: int
+    api_key_id: int | None  # None only when the key was deleted mid-call
     model_slug: str
     stream: bool
     created_at: datetime
@@ -219,9 +222,11 @@ def _new_activity(row: OpenRow, *, touch: bool = True) -> Activity:
 _touched: dict[int, datetime] = {}  # api_key_id -> last_used_at this process wrote
 
 
-def _touch_key(api_key_id: int, used_at: datetime) -> None:
+def _touch_key(api_key_id: int | None, used_at: datetime) -> None:
     """At most one write a minute per key: a busy key's row is not rewritten per call
     (and this process does not even ask while its own last write is that recent)."""
+    if api_key_id is None:
+        return
     last = _touched.get(api_key_id)
     if last is not None and used_at - last < LAST_USED_RESOLUTION:
         return
@@ -252,9 +257,27 @@ def ledger_write(items: list[LedgerItem]) -> None:
         if not connection.is_usable():
             raise  # the database is away: the writer retries the whole batch later
         for row, result in items:  # a row the fast path cannot write (already exists...)
-            _write_one(row, result, items)
+            _write_one_or_orphan(row, result, items)
     if checkpoints:
-        apply_checkpoints(checkpoints)
+        _apply_checkpoints_safely(checkpoints)
+
+
+def _apply_checkpoints_safely(checkpoints: list[Checkpoint]) -> None:
+    """Heartbeats are best effort: one naming an endpoint deleted mid-call is applied
+    without its numbers (the call's end, or the reconciler, closes the row) instead of
+    failing the batch, which the writer would retry for ever."""
+    try:
+        with transaction.atomic():
+            apply_checkpoints(checkpoints)
+    except IntegrityError:
+        endpoint_model = Activity._meta.get_field("endpoint").related_model
+        named = {c.endpoint_id for c in checkpoints if c.endpoint_id is not None}
+        alive = set(endpoint_model.objects.filter(id__in=named).values_list("id", flat=True))
+        apply_checkpoints([
+            c if c.endpoint_id is None or c.endpoint_id in alive
+            else Checkpoint(c.request_id, c.at)
+            for c in checkpoints
+        ])  # fmt: skip
 
 
 def apply_checkpoints(checkpoints: list[Checkpoint]) -> None:
@@ -283,6 +306,53 @@ def _write_one(row: OpenRow, result: CallResult | None, items) -> None:
             api_key_id=row.api_key_id, model_slug=row.model_slug, stream=row.stream,
             created_at=row.created_at,
         )  # fmt: skip
+
+
+def _write_one_or_orphan(row: OpenRow, result: CallResult | None, items) -> None:
+    """Write one row; if a parent it names was deleted while the call was in flight (an
+    organisation, an API key, an endpoint), write it without the gone key or endpoint,
+    or drop it when its organisation is gone (nobody to bill or show it to). Either way
+    the batch is done: retrying a row whose parent is gone would fail for ever and hold
+    every later write of the process behind it."""
+    try:
+        with transaction.atomic():
+            _write_one(row, result, items)
+        return
+    except IntegrityError:
+        pass
+    if not Organisation.objects.filter(id=row.organisation_id).exists():
+        logger.warning("ledger: %s dropped: its organisation was deleted", row.request_id)
+        observe_ledger_orphan("dropped")
+        return
+    row, result = _without_gone_links(row, result)
+    try:
+        with transaction.atomic():
+            _write_one(row, result, items)
+        observe_ledger_orphan("unlinked")
+    except IntegrityError as exc:
+        logger.warning("ledger: %s dropped: %s", row.request_id, exc)
+        observe_ledger_orphan("dropped")
+
+
+def _without_gone_links(
+    row: OpenRow, result: CallResult | None
+) -> tuple[OpenRow, CallResult | None]:
+    """``row`` and ``result`` with the API key and endpoints that no longer exist unset
+    (the columns are nullable: the call is still billed and shown)."""
+    if row.api_key_id is not None and not ApiKey.objects.filter(id=row.api_key_id).exists():
+        row = replace(row, api_key_id=None)
+    if result is None:
+        return row, None
+    endpoint_model = Activity._meta.get_field("endpoint").related_model
+    named = {result.endpoint_id} | {a.endpoint_id for a in result.attempts}
+    named.discard(None)
+    alive = set(endpoint_model.objects.filter(id__in=named).values_list("id", flat=True))
+
+    def kept(endpoint_id: int | None) -> int | None:
+        return endpoint_id if endpoint_id in alive else None
+
+    attempts = [replace(a, endpoint_id=kept(a.endpoint_id)) for a in result.attempts]
+    return row, replace(result, endpoint_id=kept(result.endpoint_id), attempts=attempts)
 
 
 def _write_batch(items: list[LedgerItem]) -> None:

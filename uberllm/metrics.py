@@ -110,6 +110,12 @@ LEDGER_LAG = Histogram(
 )
 PROBES = Counter("uberllm_probes", "Probes (R5), by provider and status.", ["provider", "status"])
 PRUNED_ROWS = Counter("uberllm_pruned_rows", "Rows deleted by retention, by table.", ["table"])
+LEDGER_ORPHANS = Counter(
+    "uberllm_ledger_orphans",
+    "Ledger rows whose parent was deleted while the call was in flight: organisation gone "
+    "(dropped) or key / endpoint gone (written without the link).",
+    ["action"],
+)
 TASKS = Counter("uberllm_celery_tasks", "Celery task runs, by task and state.", ["task", "state"])
 TASK_DURATION = Histogram(
     "uberllm_celery_task_duration_seconds",
@@ -202,6 +208,10 @@ def observe_ledger_lag(seconds: float) -> None:
 
 def set_queue_size(name: str, n: int) -> None:
     QUEUE_SIZE.labels(name).set(n)
+
+
+def observe_ledger_orphan(action: str) -> None:
+    LEDGER_ORPHANS.labels(action).inc()
 
 
 def observe_pruned(table: str, rows: int) -> None:

@@ -14,9 +14,10 @@ from django.utils import timezone
 from billing.ledger import AttemptResult, CallResult, activity_finish, activity_open
 from billing.models import Activity, Attempt
 from billing.money import decimal_str
+from billing.services import api_key_create
 from billing.tasks import activity_reconcile_task
 
-from ..support import TEST_MODEL, wait_finished_rows
+from ..support import TEST_MODEL, make_tenant, wait_finished_rows
 
 PER_MILLION = Decimal(1_000_000)
 
@@ -259,3 +260,107 @@ def test_the_lean_select_reads_what_the_orm_reads(tenant, market):
             assert type(getattr(got, name)) is type(getattr(want, name)), name
         assert got.total_ms == want.total_ms  # deferred: read on demand
     assert select_rows(Activity, "request_id", [], names) == []
+
+
+def _orphan_batch(tenant, market):
+    """A batch of three calls: one whose organisation, one whose key and endpoint were
+    deleted while it ran, and one that is fine (``ledger_write`` items, request ids)."""
+    from billing.ledger import OpenRow
+    from providers.models import Endpoint
+
+    doomed = make_tenant("Doomed")
+    other_key, _ = api_key_create(organisation=tenant.organisation, name="revoked mid-call")
+    gone_endpoint = market["bravo"]
+    now = timezone.now()
+    rows = {
+        "gen-org-gone": OpenRow("gen-org-gone", doomed.organisation.id, doomed.api_key.id,
+                                TEST_MODEL, True, now),
+        "gen-key-gone": OpenRow("gen-key-gone", tenant.organisation.id, other_key.id,
+                                TEST_MODEL, True, now),
+        "gen-fine": OpenRow("gen-fine", tenant.organisation.id, tenant.api_key.id,
+                            TEST_MODEL, True, now),
+    }  # fmt: skip
+    results = {rid: _result(rid) for rid in rows}
+    for result in results.values():
+        result.endpoint_id = gone_endpoint.id
+        result.attempts[0].endpoint_id = gone_endpoint.id
+        result.attempts[1].endpoint_id = market["alpha"].id
+    doomed.organisation.delete()
+    other_key.delete()
+    Endpoint.objects.filter(id=gone_endpoint.id).delete()
+    return [(row, None) for row in rows.values()] + [(rows[r], results[r]) for r in rows]
+
+
+def _assert_orphans_handled(market) -> None:
+    assert not Activity.objects.filter(request_id="gen-org-gone").exists()
+    fine = Activity.objects.get(request_id="gen-fine")
+    assert fine.status == "success" and fine.cost_usd == Decimal("0.00123")
+    unlinked = Activity.objects.get(request_id="gen-key-gone")
+    assert unlinked.status == "success" and unlinked.cost_usd == Decimal("0.00123")
+    assert unlinked.api_key_id is None and unlinked.endpoint_id is None
+    endpoints = list(unlinked.attempts.order_by("attempt_no").values_list("endpoint_id", flat=True))
+    assert endpoints == [None, market["alpha"].id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_whose_parent_was_deleted_mid_call_does_not_fail_its_batch(tenant, market):
+    """An organisation deleted while its call ran: its row is dropped; a key or endpoint
+    deleted: the row is written (billed, shown) without the link; the rest of the batch
+    is written as usual. The batch as a whole fails on the foreign keys (so this goes
+    through the row-by-row path), and no row raises: a raise would make the writer
+    retry the batch for ever."""
+    from billing.ledger import ledger_write
+
+    ledger_write(_orphan_batch(tenant, market))
+    _assert_orphans_handled(market)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_ledger_writer_is_not_stuck_behind_an_orphaned_row(tenant, market):
+    """Through the process's real writer: the batch with orphans is written, and a call
+    queued after it is written too (before the fix the writer retried that batch for
+    ever and every later row of the process waited behind it)."""
+    from billing.ledger import OpenRow
+    from billing.ledger_writer import ledger_writer
+
+    later = OpenRow("gen-after", tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True,
+                    timezone.now())  # fmt: skip
+
+    async def write_all() -> None:
+        for item in _orphan_batch_items:
+            ledger_writer.put(item)
+        ledger_writer.put((later, _result("gen-after")))
+        async with asyncio.timeout(20):
+            while ledger_writer.pending():  # noqa: ASYNC110 - polled
+                await asyncio.sleep(0.02)
+
+    _orphan_batch_items = _orphan_batch(tenant, market)
+    asyncio.run(write_all())
+    _assert_orphans_handled(market)
+    assert Activity.objects.get(request_id="gen-after").status == "success"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_naming_a_deleted_endpoint_still_beats(tenant, market):
+    """A checkpoint of a stream whose endpoint was deleted mid-call marks its row alive
+    (without the numbers) instead of failing the writer's batch."""
+    from billing.ledger import Checkpoint, OpenRow, ledger_write
+    from providers.models import Endpoint
+
+    now = timezone.now()
+    row = OpenRow("gen-beat", tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True, now)
+    ledger_write([(row, None)])
+    gone = market["bravo"].id
+    Endpoint.objects.filter(id=gone).delete()
+    beat = Checkpoint(
+        "gen-beat",
+        now + timedelta(seconds=5),
+        endpoint_id=gone,
+        provider_slug="bravo",
+        completion_tokens=7,
+        cost_usd=Decimal("0.001"),
+    )
+    ledger_write([(row, beat)])
+    stored = Activity.objects.get(request_id="gen-beat")
+    assert stored.status == "pending" and stored.heartbeat_at == beat.at
+    assert stored.endpoint_id is None and stored.completion_tokens == 0
