@@ -10,15 +10,19 @@ never affected.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 
 from uberllm.aio import BatchWriter, db_call
 from uberllm.lean_sql import insert_rows
 
 from .models import SpeedSample
 from .shared import LogEntry, key, shared_kv
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +34,21 @@ class MarkLesson:
 
 
 def _bulk_create(samples: list[SpeedSample]) -> None:
-    insert_rows(SpeedSample, samples)
+    """Insert ``samples``; those of an endpoint deleted since they were queued are
+    dropped (the writer would otherwise retry the batch for ever, and every later sample
+    of the process would wait behind it)."""
+    try:
+        with transaction.atomic():
+            insert_rows(SpeedSample, samples)
+        return
+    except IntegrityError:
+        pass
+    endpoint_model = SpeedSample._meta.get_field("endpoint").related_model
+    named = {sample.endpoint_id for sample in samples}
+    alive = set(endpoint_model.objects.filter(id__in=named).values_list("id", flat=True))
+    kept = [sample for sample in samples if sample.endpoint_id in alive]
+    logger.info("speed samples: %d of a deleted endpoint dropped", len(samples) - len(kept))
+    insert_rows(SpeedSample, kept)
 
 
 _bulk_create_async = db_call(_bulk_create)

@@ -53,3 +53,32 @@ def test_a_row_committed_late_below_the_last_id_is_still_read(market) -> None:
     assert top + 1 in feed._seen
     feed.load()
     assert feed.rows_read == 0  # applied once, and the other gap (top + 2) costs nothing
+
+
+@pytest.mark.django_db(transaction=True)
+def test_samples_of_an_endpoint_deleted_while_queued_do_not_block_the_writer(market) -> None:
+    """An admin deletes an endpoint while its speed samples wait in the process's
+    queue: they are dropped, the others of their batch and every later batch written
+    (before, the batch failed on its foreign key and was retried for ever)."""
+    import asyncio
+
+    from providers.models import Endpoint
+    from routing.outbox import sample_writer
+
+    gone, alpha = market["bravo"], market["alpha"]
+    batch = [SpeedSample(endpoint_id=gone.id, bucket="<8k", ttft_ms=300),
+             SpeedSample(endpoint_id=alpha.id, bucket="<8k", ttft_ms=200)]  # fmt: skip
+    Endpoint.objects.filter(id=gone.id).delete()
+
+    async def write_all() -> None:
+        for sample in batch:
+            sample_writer.put(sample)
+        await asyncio.sleep(0)  # the first batch leaves before the next sample
+        sample_writer.put(SpeedSample(endpoint_id=alpha.id, bucket="8k-32k", ttft_ms=900))
+        async with asyncio.timeout(20):
+            while sample_writer.pending():  # noqa: ASYNC110 - polled
+                await asyncio.sleep(0.02)
+
+    asyncio.run(write_all())
+    written = sorted(SpeedSample.objects.values_list("endpoint_id", "ttft_ms"))
+    assert written == [(alpha.id, 200), (alpha.id, 900)]
