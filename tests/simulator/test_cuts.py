@@ -54,3 +54,31 @@ def test_a_tokens_per_minute_limit_refuses_with_429s(tmp_path):
     assert free["share_with_429"] == 0 and limited["share_with_429"] > 0.005
     assert limited["failed_share"] == 0  # retried elsewhere (R4.1)
     assert limited["provider_share"]["steadyai"] < free["provider_share"]["steadyai"]
+
+
+def test_bundled_stream_cuts_smart_leaves_the_cutter_and_comes_back():
+    """The bundled ``stream-cuts`` scenario: novacloud (most short prompts) cuts 60% of
+    its streams from minute 20 to 50. Smart moves off it within minutes (its cut rate
+    counts as an error rate) and back once it streams whole again (the decayed rate and
+    exploration); cheapest-effective, which learns nothing, keeps feeding it."""
+    scenario = load_scenario("stream-cuts")
+
+    def window(from_minute: float, to_minute: float | None) -> dict:
+        document, _ = simulate(scenario, ["smart", "cheapest-effective"], seed=1, requests=6000,
+                               from_minute=from_minute, to_minute=to_minute)  # fmt: skip
+        return document["strategies"]
+
+    before, during, after = window(0, 20), window(25, 50), window(55, None)
+    assert before["smart"]["provider_share"]["novacloud"] > 0.3
+    assert during["smart"]["provider_share"].get("novacloud", 0) < 0.05
+    assert during["smart"]["cut_streams"] < 0.2 * during["cheapest-effective"]["cut_streams"]
+    assert after["smart"]["provider_share"]["novacloud"] > 0.2
+
+
+def test_the_oracle_avoids_streams_a_provider_would_cut():
+    """The oracle knows each request's realised outcome, cuts included: it serves the
+    ``stream-cuts`` market without a cut stream (a bound on failures too)."""
+    document, _ = simulate(load_scenario("stream-cuts"), ["oracle"], seed=1, requests=4000)
+    oracle = document["strategies"]["oracle"]
+    assert oracle["cut_streams"] == 0 and oracle["failed_share"] == 0
+    assert oracle["provider_share"]["novacloud"] > 0.1  # it still uses novacloud's whole ones

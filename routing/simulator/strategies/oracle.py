@@ -2,7 +2,8 @@
 endpoint before choosing (the same draws the engine will use) and sends the request to
 the cheapest endpoint that would have met the fast-enough rule *for that request*:
 realised TTFT within 2x of the fastest realised one, or under 1 s (R2.4 applied to
-outcomes instead of statistics). It needs no retry unless every endpoint would fail
+outcomes instead of statistics), among those that would serve it whole (no error, no
+mid-stream cut). It needs no retry unless every endpoint would fail
 now; then it tries them cheapest first. No hedging, no probes. Customer options
 (order/only/sort) are obeyed as the core plans them.
 
@@ -42,10 +43,12 @@ class Oracle(Strategy):
         for choice in plan.choices:
             endpoint_id = choice.endpoint.endpoint_id
             kind, _, delay, cached = market.outcome(request, endpoint_id, now)
-            cost = market.cost(
-                endpoint_id, request, cached, market.output_tokens(endpoint_id, request)
-            )
-            realised.append((endpoint_id, kind == OK, delay, cost))
+            output = market.output_tokens(endpoint_id, request)
+            cost = market.cost(endpoint_id, request, cached, output)
+            # A stream the provider would cut part-way (``cut_rate``) is a failure too.
+            cut = market.cut_after(request, endpoint_id)
+            served_whole = kind == OK and (cut is None or cut >= output)
+            realised.append((endpoint_id, served_whole, delay, cost))
         good = [r for r in realised if r[1]]
         order: list[int] = []
         if good:
