@@ -66,16 +66,23 @@ def output_plan(request: ChatRequest, profile: dict[str, Any]) -> tuple[int, str
     return natural, "stop"
 
 
-def usage(record: dict[str, Any], completion_tokens: int, reasoning: int = 0) -> dict[str, Any]:
-    """The OpenAI usage object for this request."""
+def usage(
+    record: dict[str, Any],
+    completion_tokens: int,
+    reasoning: int = 0,
+    override: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The OpenAI usage object for this request (``override``: the profile's
+    ``usage_override``, a provider misreporting it)."""
     prompt = record["prompt_tokens"]
-    return {
+    report = {
         "prompt_tokens": prompt,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt + completion_tokens,
         "prompt_tokens_details": {"cached_tokens": record["cached_tokens"]},
         "completion_tokens_details": {"reasoning_tokens": reasoning},
     }
+    return {**report, **override} if override else report
 
 
 async def run_completion(ex: Exchange, ttft_s: float) -> None:
@@ -110,7 +117,7 @@ async def _stream(
         return
     tail = enc.finish(finish_reason)
     if ex.request.include_usage:
-        tail += enc.usage(usage(record, n_tokens))
+        tail += enc.usage(usage(record, n_tokens, override=ex.provider.profile["usage_override"]))
     await ex.body(tail + DONE, more=False)
     finish_record(record, "completed", None)
 
@@ -166,7 +173,7 @@ async def _full(
                 "logprobs": None,
             }
         ],
-        "usage": usage(record, n_tokens),
+        "usage": usage(record, n_tokens, override=ex.provider.profile["usage_override"]),
         "system_fingerprint": None,
     }
     payload = orjson.dumps(body)
@@ -193,7 +200,8 @@ async def run_scripted(ex: Exchange, ttft_s: float) -> None:
         choice = {"index": 0, "message": message, "finish_reason": forced or finish_reason,
                   "logprobs": None}  # fmt: skip
         body = {**head, "object": "chat.completion", "choices": [choice],
-                "usage": usage(record, total, script.reasoning_tokens)}  # fmt: skip
+                "usage": usage(record, total, script.reasoning_tokens,
+                       ex.provider.profile["usage_override"])}  # fmt: skip
         record["first_token_at"] = time.time()
         record["completion_tokens_sent"] = total
         await send_json_reply(ex, body)
@@ -209,7 +217,13 @@ async def run_scripted(ex: Exchange, ttft_s: float) -> None:
         await ex.body(event)
     tail = b""
     if ex.request.include_usage:
-        last = {**head, "choices": [], "usage": usage(record, total, script.reasoning_tokens)}
+        last = {
+            **head,
+            "choices": [],
+            "usage": usage(
+                record, total, script.reasoning_tokens, ex.provider.profile["usage_override"]
+            ),
+        }
         tail = b"data: " + orjson.dumps(last) + b"\n\n"
     record["completion_tokens_sent"] = total
     await ex.body(tail + DONE, more=False)

@@ -39,6 +39,7 @@ PROVIDER_DEFAULTS: dict[str, Any] = {
     "context_length": None,
     "cache_ttl_s": 300.0,
     "time_scale": None,
+    "usage_override": None,
 }
 
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -102,6 +103,8 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "context_length": _opt(_int(1)),
     "cache_ttl_s": _num(),
     "time_scale": _opt(_num()),
+    # A provider misreporting usage: these keys replace the usage object's (any JSON).
+    "usage_override": _opt(lambda v: isinstance(v, dict)),
 }
 _NESTED = ("jitter", "stall")
 

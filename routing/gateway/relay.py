@@ -3,6 +3,7 @@ for the customer (one JSON parse and one dump per chunk)."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -16,6 +17,9 @@ from providers.upstream import UpstreamError, UpstreamStream
 from ..catalog import EndpointRoute
 from ..memory import memory
 
+logger = logging.getLogger(__name__)
+# A usage count above this is not credible where the endpoint's context length is unknown.
+MAX_TOKENS_WITHOUT_CONTEXT = 10_000_000
 DONE_DATA = b"[DONE]"
 DONE = b"data: [DONE]\n\n"
 KEEPALIVE = b": PROCESSING\n\n"
@@ -46,7 +50,7 @@ class LiveAttempt:
     def usage_numbers(self, accepted) -> tuple[int, int, int, bool]:
         """(prompt, cached, completion, estimated) from reported usage, else an estimate."""
         usage = self.rewriter.usage
-        if usage:
+        if usage and not self.rewriter.usage_replaced:
             details = usage.get("prompt_tokens_details") or {}
             return (
                 int(usage.get("prompt_tokens") or 0),
@@ -102,6 +106,7 @@ class ChunkRewriter:
     __slots__ = (
         "accepted", "attempt", "completion_chunks", "finished", "keep_usage", "model",
         "provider", "request_id", "route", "saw_token", "upstream_error", "usage",
+        "usage_replaced",
     )  # fmt: skip
 
     def __init__(self, accepted, route: EndpointRoute) -> None:
@@ -118,6 +123,7 @@ class ChunkRewriter:
         self.completion_chunks = 0  # content chunks seen: the estimate if usage never comes
         self.upstream_error: str | None = None
         self.usage: dict[str, Any] | None = None
+        self.usage_replaced = False  # the provider's report was not credible: our estimate
 
     def _track(self, choices: list[dict[str, Any]]) -> None:
         for choice in choices:
@@ -134,6 +140,8 @@ class ChunkRewriter:
 
     def _usage(self, chunk: dict[str, Any], usage: dict[str, Any]) -> bool:
         """Record usage; returns whether the chunk should still be sent."""
+        if not credible_usage(usage, self.route.info.context_length):
+            usage = chunk["usage"] = self._estimated_usage(usage)
         self.usage = usage
         if not self.keep_usage:
             if not chunk.get("choices"):
@@ -143,6 +151,22 @@ class ChunkRewriter:
         if self.attempt is not None:
             usage["cost"] = float(self.attempt.cost(self.accepted)[0])
         return True
+
+    def _estimated_usage(self, reported: Any) -> dict[str, Any]:
+        """Our estimate in place of a report no provider could mean (negative, not a
+        whole number, beyond the context length, more cached than sent): billed and
+        shown as estimated, as when no usage comes at all."""
+        logger.warning("provider %s reported impossible usage %.200r; billing the estimate",
+                       self.provider, reported)  # fmt: skip
+        self.usage_replaced = True
+        prompt = self.accepted.prompt_tokens_estimate
+        cached = min(prompt, self.accepted.cached_tokens.get(self.route.endpoint_id, 0))
+        completion = self.completion_chunks
+        return {
+            "prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }  # fmt: skip
 
     def rewrite(self, data: bytes) -> dict[str, Any] | None:
         """The chunk to pass on (None: drop it); sets ``upstream_error`` on an error."""
@@ -168,6 +192,30 @@ class ChunkRewriter:
         elif "usage" in chunk and not self.keep_usage:
             del chunk["usage"]
         return chunk
+
+
+def _count(value: Any, limit: int) -> bool:
+    """A token count: a whole number (an integral float too) from 0 to ``limit``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return 0 <= value <= limit and float(value).is_integer()
+
+
+def credible_usage(usage: Any, context_length: int) -> bool:
+    """Whether a provider's usage report can be billed: every count present is a whole
+    number from 0 to the endpoint's context length (no prompt or reply can be longer),
+    and the cached and cache-written prompt tokens are at most the prompt's."""
+    if not isinstance(usage, dict):
+        return False
+    limit = context_length if context_length > 0 else MAX_TOKENS_WITHOUT_CONTEXT
+    prompt = usage.get("prompt_tokens") or 0
+    if not _count(prompt, limit) or not _count(usage.get("completion_tokens") or 0, limit):
+        return False
+    details = usage.get("prompt_tokens_details") or {}
+    if not isinstance(details, dict):
+        return False
+    return all(_count(details.get(name) or 0, int(prompt))
+               for name in ("cached_tokens", "cache_write_tokens"))  # fmt: skip
 
 
 def error_chunk(accepted, provider_slug: str | None, message: str) -> bytes:
