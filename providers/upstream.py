@@ -34,6 +34,11 @@ DONE = b"[DONE]"
 # received) before closing the connection instead of returning it to the pool.
 DRAIN_AFTER_DONE_S = 0.5
 KEEPALIVE_S = 4.0
+# A provider's stream or reply that exceeds these is refused as a protocol error (the
+# attempt fails and is retried elsewhere) instead of growing this process's memory without
+# bound. Generous: an event carrying an image as a data URL is a few MB.
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 
 class UpstreamError(Exception):
@@ -129,6 +134,8 @@ class SSESplitter:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         blocks = (self._buffer + chunk if self._buffer else chunk).split(b"\n\n")
         self._buffer = blocks.pop()
+        if len(self._buffer) > MAX_EVENT_BYTES:
+            raise UpstreamError("protocol", f"upstream event larger than {MAX_EVENT_BYTES} bytes")
         events = []
         for block in blocks:
             if block.startswith(b"data: ") and b"\n" not in block:  # the usual one-liner
@@ -217,10 +224,18 @@ class UpstreamStream:
         return [chunk for data in events for chunk in reader.feed(data)]
 
     async def _whole_reply(self) -> list[bytes] | None:
+        content, parts, size = self._response.content, [], 0
         try:
-            body = await self._response.read()
+            while part := await content.read(1024 * 1024):
+                size += len(part)
+                if size > MAX_REPLY_BYTES:
+                    raise UpstreamError(
+                        "protocol", f"upstream reply larger than {MAX_REPLY_BYTES} bytes"
+                    )
+                parts.append(part)
         except Exception as exc:
             raise _wrap(exc) from exc
+        body = b"".join(parts)
         events = self._reader.message(body) if body else []
         self.saw_done = True
         return events or None
