@@ -181,10 +181,14 @@ class ChunkRewriter:
             error = chunk["error"]
             self.upstream_error = str(error.get("message") if isinstance(error, dict) else error)
             return None
+        choices = chunk.get("choices") or []
+        if not _well_formed(choices):
+            self.upstream_error = "upstream sent a malformed chunk"
+            return None
         chunk["id"] = self.request_id
         chunk["model"] = self.model
         chunk["provider"] = self.provider
-        self._track(chunk.get("choices") or [])
+        self._track(choices)
         usage = chunk.get("usage")
         if usage:
             if not self._usage(chunk, usage):
@@ -192,6 +196,21 @@ class ChunkRewriter:
         elif "usage" in chunk and not self.keep_usage:
             del chunk["usage"]
         return chunk
+
+
+def _well_formed(choices: Any) -> bool:
+    """``choices`` is a list of objects whose ``delta`` / ``message``, if any, are objects
+    (a provider's chunk of another shape is a failed stream, not a gateway error)."""
+    if not isinstance(choices, list):
+        return False
+    for choice in choices:
+        if not isinstance(choice, dict):
+            return False
+        if not isinstance(choice.get("delta") or {}, dict):
+            return False
+        if not isinstance(choice.get("message") or {}, dict):
+            return False
+    return True
 
 
 def _count(value: Any, limit: int) -> bool:

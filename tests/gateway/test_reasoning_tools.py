@@ -115,3 +115,19 @@ def _complete(client, messages, stream: bool) -> dict:
         finish = choice.finish_reason or finish
     return {"content": content, "tool_calls": list(calls.values()), "finish_reason": finish,
             "id": reply_id}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [b'{"choices": "oops"}', b'{"choices": ["oops"]}', b'{"choices": [{"delta": ["x"]}]}',
+     b'{"choices": [{"index": 0, "message": "x"}]}'],
+)  # fmt: skip
+def test_a_chunk_of_another_shape_fails_the_stream_not_the_gateway(chunk):
+    """A provider's malformed chunk is an upstream failure (retried before the first
+    token, an error chunk after), as a chunk that is not JSON is: not a 500."""
+    rewriter = _rewriter(stream=True)
+    assert rewriter.rewrite(chunk) is None
+    assert rewriter.upstream_error == "upstream sent a malformed chunk"
+    good = _rewriter(stream=True)
+    assert good.rewrite(b'{"choices": [{"index": 0, "delta": {"content": "hi"}}]}') is not None
+    assert good.upstream_error is None and good.saw_token
