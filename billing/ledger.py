@@ -270,9 +270,7 @@ def _apply_checkpoints_safely(checkpoints: list[Checkpoint]) -> None:
         with transaction.atomic():
             apply_checkpoints(checkpoints)
     except IntegrityError:
-        endpoint_model = Activity._meta.get_field("endpoint").related_model
-        named = {c.endpoint_id for c in checkpoints if c.endpoint_id is not None}
-        alive = set(endpoint_model.objects.filter(id__in=named).values_list("id", flat=True))
+        alive = _existing_endpoint_ids({c.endpoint_id for c in checkpoints})
         apply_checkpoints([
             c if c.endpoint_id is None or c.endpoint_id in alive
             else Checkpoint(c.request_id, c.at)
@@ -334,6 +332,13 @@ def _write_one_or_orphan(row: OpenRow, result: CallResult | None, items) -> None
         observe_ledger_orphan("dropped")
 
 
+def _existing_endpoint_ids(named: set[int | None]) -> set[int]:
+    """Which of ``named`` are endpoints that still exist."""
+    endpoint_model = Activity._meta.get_field("endpoint").related_model
+    ids = [endpoint_id for endpoint_id in named if endpoint_id is not None]
+    return set(endpoint_model.objects.filter(id__in=ids).values_list("id", flat=True))
+
+
 def _without_gone_links(
     row: OpenRow, result: CallResult | None
 ) -> tuple[OpenRow, CallResult | None]:
@@ -343,10 +348,7 @@ def _without_gone_links(
         row = replace(row, api_key_id=None)
     if result is None:
         return row, None
-    endpoint_model = Activity._meta.get_field("endpoint").related_model
-    named = {result.endpoint_id} | {a.endpoint_id for a in result.attempts}
-    named.discard(None)
-    alive = set(endpoint_model.objects.filter(id__in=named).values_list("id", flat=True))
+    alive = _existing_endpoint_ids({result.endpoint_id} | {a.endpoint_id for a in result.attempts})
 
     def kept(endpoint_id: int | None) -> int | None:
         return endpoint_id if endpoint_id in alive else None
