@@ -193,7 +193,9 @@ class Bench:
             raise RuntimeError(f"seeding failed:\n{seeded.stderr[-3000:]}")
         self.api_key = json.loads(seeded.stdout.strip().splitlines()[-1])["api_key"]
         argv = gateway_argv(self.o.server, self.o.app, self.ports[UBERLLM], self.o.workers)
-        gateway = self._spawn("uberllm", argv)
+        # For an --app that relays to the provider itself (routing.benchmark.floor).
+        upstream = f"{self.emulator_url}/{PROVIDER}/v1/chat/completions"
+        gateway = self._spawn("uberllm", argv, {**self.env, "UBERLLM_BENCH_UPSTREAM": upstream})
         wait_ready(f"http://127.0.0.1:{self.ports[UBERLLM]}/api/v1/models", gateway, 60, "gateway")
         if self.o.litellm:
             self._start_litellm()
