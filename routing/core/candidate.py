@@ -46,6 +46,7 @@ class Candidate:
         "endpoint_id",
         "fast_enough",
         "judged",
+        "learns_cached",
         "price_eligible",
         "prior",
         "slug",
@@ -80,6 +81,9 @@ class Candidate:
         self.fast_enough = False
         self.stale = False  # its speed data is old (SpeedSummary.stale_keys): explore it
         self.thin = typical is None  # fewer than min_samples samples: explore it
+        # This turn is mostly cached here and this endpoint's cached window (in the
+        # bucket) is thin: serving it here is the sample that window lacks (R2.6).
+        self.learns_cached = False
         self.prior = False  # ``typical`` is the model's typical value (O8), not its own
 
     def __repr__(self) -> str:

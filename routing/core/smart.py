@@ -127,6 +127,12 @@ def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float
     costs the customer (with probes by need, ``probe_relevant``, such endpoints are no
     longer probed every period and their windows go stale).
 
+    A turn mostly cached at such an endpoint whose cached window is thin
+    (``learns_cached``) is always explored there: only such a turn can measure that
+    endpoint's cache reads (a conversation's first turn there is uncached, so random
+    exploration alone fills a cached window only when two draws land on consecutive
+    turns), it is cheap (a cache read), and it stops once the window has its samples.
+
     The rng is only drawn from when such an endpoint exists.
     """
     if exploration_rate <= 0 or len(ranked) < 2:
@@ -137,7 +143,10 @@ def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float
         for c, _ in ranked[1:]
         if c.price_eligible and (c.thin or (c.stale and cost_key(c) < cost_key(first)))
     ]
-    if not pool or rng.random() >= exploration_rate:
+    learning = [c for c in pool if c.learns_cached]
+    if learning:
+        pool = learning
+    elif not pool or rng.random() >= exploration_rate:
         return ranked
     explored = pool[rng.randrange(len(pool))]
     rest = [(c, r) for c, r in ranked if c is not explored]

@@ -3,6 +3,8 @@ window of their own, and a conversation's turn is judged with its follow-up turn
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -147,3 +149,29 @@ def test_an_endpoint_that_never_served_cached_turns_is_not_judged_as_if_uncached
     summary = _summary(rows)
     assert expected_ttft(summary, 1, BUCKET, True, 3, cache_ratio=0.5) == 1.5
     assert expected_ttft(summary, 1, BUCKET, True, 3) == 3.0  # no ratio: the upper bound
+
+
+def test_a_turn_cached_where_the_cached_window_is_thin_is_explored_there():
+    """Round 10: a conversation's turn cached at an endpoint with too few cached samples
+    in its bucket is the one request that can measure its cache reads; random exploration
+    fills such a window only when draws land on consecutive turns of one conversation
+    (the first turn there is uncached). Such a turn is explored there whatever the draw,
+    until the window has its samples; with exploration off, never."""
+    rows = {
+        # hoard: 2 cached samples (thin), and judged by its uncached 8 s x the model's
+        # cache ratio (0.47): 3.75 s, not within 2x of relay's 1.4 s for this turn
+        (1, BUCKET): (8.0, 20), (1, CACHED): (3.0, 2),
+        (2, BUCKET): (3.2, 20), (2, CACHED): (1.4, 20),
+        (3, BUCKET): (1.7, 20), (3, CACHED): (0.85, 20),
+    }  # fmt: skip
+    turn = _turn({1: 92_000, 2: 80_000})  # the last turn was explored at hoard
+    for seed in range(20):
+        route = plan(MARKET, _summary(rows), request=turn, rng=random.Random(seed),
+                     exploration_rate=0.05)  # fmt: skip
+        assert ids(route)[0] == 1 and reasons(route)[0] == "exploration"
+    assert ids(plan(MARKET, _summary(rows), request=turn))[0] == 2  # exploration off
+    # with its cached samples, hoard is explored like any other (5 % of draws, none here)
+    rows[(1, CACHED)] = (3.0, 3)
+    thick = [plan(MARKET, _summary(rows), request=turn, rng=random.Random(seed),
+                  exploration_rate=0.05) for seed in range(20)]  # fmt: skip
+    assert all(reasons(route)[0] != "exploration" for route in thick)

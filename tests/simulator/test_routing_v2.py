@@ -19,8 +19,12 @@ def test_coding_agent_turns_go_to_the_fast_cheap_cache_reads():
     assert smart["provider_share"]["hoardcache"] > 0.4
     assert smart["total_cost_usd_per_1k_requests"] < litellm["total_cost_usd_per_1k_requests"]
     assert smart["cost_usd_per_1k_requests"] < 1.25 * cheapest["cost_usd_per_1k_requests"]
-    long_p90 = smart["ttft_s_by_bucket"][">128k"]["p90"]
-    assert long_p90 <= 1.1 * cheapest["ttft_s_by_bucket"][">128k"]["p90"]
+    # The long agent turns (~3,700 of them here) as fast as cheapest-effective's; >128k
+    # has ~60, whose p90 (the 6th slowest) moves by +-40 % with the seed (1.44-2.53 s for
+    # smart on seeds 1-4 before round 10, 1.48-2.17 s after): a guard, not a comparison.
+    buckets, theirs = smart["ttft_s_by_bucket"], cheapest["ttft_s_by_bucket"]
+    assert buckets["32k-128k"]["p90"] <= 1.1 * theirs["32k-128k"]["p90"]
+    assert buckets[">128k"]["p90"] <= 1.6 * theirs[">128k"]["p90"]
 
 
 def test_the_headline_cost_counts_probes_and_hedges():
