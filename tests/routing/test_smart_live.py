@@ -150,3 +150,26 @@ def test_consecutive_refusals_lengthen_the_unusable_window(client, emulator):
     finally:
         conf.clear()
         conf.update(saved)
+
+
+def test_a_turn_cached_where_the_cached_speed_is_unknown_is_explored_there(client, emulator):
+    """Round 10: alpha (cheapest) is too slow for uncached long prompts and nothing is
+    known of its cache reads (its cached window is empty). A conversation begun there
+    (pinned) sends its next turn there as exploration: the only request that can measure
+    alpha's cached speed; judged by its uncached speed it would have gone to bravo."""
+    settings.UBERLLM["EXPLORATION_RATE"] = 0.05
+    try:
+        _learn_speeds(client, emulator)
+        system = {"role": "system", "content": "You are a coding agent. " + "ctx " * 36_000}
+        turn1 = [system, {"role": "user", "content": "first question"}]
+        assert _served(client, turn1, order=["alpha"], allow_fallbacks=False) == "alpha"
+        wait_finished_rows(19)
+        wait_learnt()
+        turn2 = [*turn1, {"role": "assistant", "content": "answer"},
+                 {"role": "user", "content": "second question"}]  # fmt: skip
+        assert _served(client, turn2) == "alpha"
+        assert emulator.log("alpha")[-1]["cached_tokens"] > 30_000
+        # a new conversation of the same size is uncached everywhere: bravo, as before
+        assert _served(client, fresh(turn1)) == "bravo"
+    finally:
+        settings.UBERLLM["EXPLORATION_RATE"] = 0.0

@@ -20,11 +20,17 @@ def test_coding_agent_turns_go_to_the_fast_cheap_cache_reads():
     assert smart["total_cost_usd_per_1k_requests"] < litellm["total_cost_usd_per_1k_requests"]
     assert smart["cost_usd_per_1k_requests"] < 1.25 * cheapest["cost_usd_per_1k_requests"]
     # The long agent turns (~3,700 of them here) as fast as cheapest-effective's; >128k
-    # has ~60, whose p90 (the 6th slowest) moves by +-40 % with the seed (1.44-2.53 s for
-    # smart on seeds 1-4 before round 10, 1.48-2.17 s after): a guard, not a comparison.
+    # has ~60 a run, whose p90 (the 6th slowest) moves by a factor of 2 with the seed
+    # (smart, seeds 1-4: 1.44-2.53 s before round 10, 1.48-3.01 s after; cheapest-
+    # effective 1.39-1.45 s): compared over four seeds, as a guard (1.32x before, 1.40x)
     buckets, theirs = smart["ttft_s_by_bucket"], cheapest["ttft_s_by_bucket"]
     assert buckets["32k-128k"]["p90"] <= 1.1 * theirs["32k-128k"]["p90"]
-    assert buckets[">128k"]["p90"] <= 1.6 * theirs[">128k"]["p90"]
+    long_p90 = {name: 0.0 for name in ("smart", "cheapest-effective")}
+    for seed in (1, 2, 3, 4):
+        run = document("coding-agent", ("smart", "cheapest-effective"), 6000, seed)
+        for name in long_p90:
+            long_p90[name] += run["strategies"][name]["ttft_s_by_bucket"][">128k"]["p90"]
+    assert long_p90["smart"] <= 1.5 * long_p90["cheapest-effective"]
 
 
 def test_the_headline_cost_counts_probes_and_hedges():
