@@ -141,7 +141,8 @@ def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float
     pool = [
         c
         for c, _ in ranked[1:]
-        if c.price_eligible and (c.thin or (c.stale and cost_key(c) < cost_key(first)))
+        if c.price_eligible
+        and (c.thin or c.learns_cached or (c.stale and cost_key(c) < cost_key(first)))
     ]
     learning = [c for c in pool if c.learns_cached]
     if learning:

@@ -175,3 +175,15 @@ def test_a_turn_cached_where_the_cached_window_is_thin_is_explored_there():
     thick = [plan(MARKET, _summary(rows), request=turn, rng=random.Random(seed),
                   exploration_rate=0.05) for seed in range(20)]  # fmt: skip
     assert all(reasons(route)[0] != "exploration" for route in thick)
+
+
+def test_a_one_off_prompt_cached_where_the_cached_window_is_thin_is_explored_there():
+    """The same for a request that expects no follow-up turns (a shared prefix sent
+    again), at a cold start where no endpoint has both windows yet (no cache ratio):
+    hoard is then judged by its uncached window, whose 20 samples do not make it thin,
+    but its cached window is, and this request is the one that can fill it."""
+    rows = {(1, BUCKET): (8.0, 20), (1, CACHED): (3.0, 2), (2, BUCKET): (3.2, 20),
+            (3, BUCKET): (1.7, 20)}  # fmt: skip
+    route = plan(MARKET, _summary(rows), request=_turn({1: 92_000}), rng=random.Random(0),
+                 exploration_rate=0.05)  # fmt: skip
+    assert ids(route)[0] == 1 and reasons(route)[0] == "exploration"
