@@ -125,18 +125,33 @@ class ChunkRewriter:
         self.usage: dict[str, Any] | None = None
         self.usage_replaced = False  # the provider's report was not credible: our estimate
 
-    def _track(self, choices: list[dict[str, Any]]) -> None:
+    def _track(self, choices: Any) -> bool:
+        """Count the tokens and the finish of ``choices``, in the same pass checking its
+        shape: False unless it is a list of objects whose ``delta`` / ``message``, if
+        any, are objects (a provider's chunk of another shape is a failed stream, not a
+        gateway error; the chunk is then dropped, so what was counted does not matter)."""
+        if not isinstance(choices, list):
+            return False
         for choice in choices:
+            if not isinstance(choice, dict):
+                return False
             delta = choice.get("delta")
-            if delta and (
-                delta.get("content") or delta.get("tool_calls") or delta.get("refusal")
-                or delta.get("reasoning_content") or delta.get("reasoning")
-            ):  # fmt: skip
-                self.saw_token = True
-                self.completion_chunks += 1
+            if delta:
+                if not isinstance(delta, dict):
+                    return False
+                if (
+                    delta.get("content") or delta.get("tool_calls") or delta.get("refusal")
+                    or delta.get("reasoning_content") or delta.get("reasoning")
+                ):  # fmt: skip
+                    self.saw_token = True
+                    self.completion_chunks += 1
+            message = choice.get("message")
+            if message and not isinstance(message, dict):
+                return False
             if choice.get("finish_reason"):
                 self.saw_token = True
                 self.finished = True
+        return True
 
     def _usage(self, chunk: dict[str, Any], usage: dict[str, Any]) -> bool:
         """Record usage; returns whether the chunk should still be sent."""
@@ -181,14 +196,12 @@ class ChunkRewriter:
             error = chunk["error"]
             self.upstream_error = str(error.get("message") if isinstance(error, dict) else error)
             return None
-        choices = chunk.get("choices") or []
-        if not _well_formed(choices):
+        if not self._track(chunk.get("choices") or []):
             self.upstream_error = "upstream sent a malformed chunk"
             return None
         chunk["id"] = self.request_id
         chunk["model"] = self.model
         chunk["provider"] = self.provider
-        self._track(choices)
         usage = chunk.get("usage")
         if usage:
             if not self._usage(chunk, usage):
@@ -196,21 +209,6 @@ class ChunkRewriter:
         elif "usage" in chunk and not self.keep_usage:
             del chunk["usage"]
         return chunk
-
-
-def _well_formed(choices: Any) -> bool:
-    """``choices`` is a list of objects whose ``delta`` / ``message``, if any, are objects
-    (a provider's chunk of another shape is a failed stream, not a gateway error)."""
-    if not isinstance(choices, list):
-        return False
-    for choice in choices:
-        if not isinstance(choice, dict):
-            return False
-        if not isinstance(choice.get("delta") or {}, dict):
-            return False
-        if not isinstance(choice.get("message") or {}, dict):
-            return False
-    return True
 
 
 def _count(value: Any, limit: int) -> bool:
