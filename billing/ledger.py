@@ -389,9 +389,6 @@ def _write_batch(items: list[LedgerItem]) -> None:
 UNFINISHED = "unfinished: the gateway process stopped before the call ended"
 
 
-UNFINISHED = "unfinished: the gateway process stopped before the call ended"
-
-
 def activity_reconcile(*, older_than_s: float) -> int:
     """Finish rows a crashed or killed gateway process left pending: no heartbeat (or,
     never beaten, no opening) for ``older_than_s``. A row whose last checkpoint recorded

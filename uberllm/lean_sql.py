@@ -10,9 +10,7 @@ connection, inside whatever transaction the caller holds.
 
 from __future__ import annotations
 
-from functools import partial
-
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 
 def insert_rows(model, objs: list) -> None:
@@ -26,8 +24,9 @@ def insert_rows(model, objs: list) -> None:
         for f in stamped:
             f.pre_save(obj, True)
     per_statement = max(1, MAX_QUERY_PARAMS // len(preps))
+    db = connections[DEFAULT_DB_ALIAS]
     for start in range(0, len(objs), per_statement):
-        _insert_chunk(model, objs[start : start + per_statement], columns, preps)
+        _insert_chunk(model, objs[start : start + per_statement], columns, preps, db)
 
 
 def update_rows(model, objs: list, names: tuple[str, ...]) -> None:
@@ -41,9 +40,9 @@ def update_rows(model, objs: list, names: tuple[str, ...]) -> None:
     assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
     table = quote(model._meta.db_table)
     sql = f"UPDATE {table} SET {assignments} WHERE id = %s"  # noqa: S608 - names from the model
-    params = [
-        [prep_of[f.attname](getattr(obj, f.attname)) for f in fields] + [obj.id] for obj in objs
-    ]
+    plan = [(f.attname, prep_of[f.attname]) for f in fields]
+    db = connections[DEFAULT_DB_ALIAS]
+    params = [[*_values(obj, plan, db), obj.id] for obj in objs]
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
 
@@ -83,10 +82,11 @@ def select_rows(
     converters = [(i, conv, col) for i, f in enumerate(fields)
                   for conv, col in _converters(f, meta.db_table)]  # fmt: skip
     if converters:
+        db = connections[DEFAULT_DB_ALIAS]
         rows = [list(row) for row in rows]
         for row in rows:
             for i, conv, col in converters:
-                row[i] = conv(row[i], col, connection)
+                row[i] = conv(row[i], col, db)
     return [model.from_db(connection.alias, attnames, row) for row in rows]
 
 
@@ -101,8 +101,19 @@ def _converters(field, table: str) -> list:
 MAX_QUERY_PARAMS = 30_000  # below SQLite's 32,766 and PostgreSQL's 65,535
 
 
-def _insert_chunk(model, objs: list, columns: str, preps: list) -> None:
-    values = [prep(getattr(obj, attname)) for obj in objs for attname, prep in preps]
+def _values(obj, preps: list, db) -> list:
+    """``obj``'s values for ``preps``, each prepared by its field's database conversion
+    (``db`` is the connection itself: the ``connection`` proxy costs a context-local
+    lookup per attribute read, a fifth of a batch's CPU when read per value)."""
+    return [
+        value if field is None or value is None else field.get_db_prep_save(value, db)
+        for attname, field in preps
+        for value in (getattr(obj, attname),)
+    ]
+
+
+def _insert_chunk(model, objs: list, columns: str, preps: list, db) -> None:
+    values = [value for obj in objs for value in _values(obj, preps, db)]
     row = "(" + ", ".join(["%s"] * len(preps)) + ")"
     table = connection.ops.quote_name(model._meta.db_table)
     # Names come from the model (quoted), values are all parameters.
@@ -122,13 +133,7 @@ def _insert_plan(model):
     plan = _insert_plans.get((model, connection.vendor))
     if plan is None:
         fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-        simple = (models.CharField, models.TextField, models.IntegerField, models.BooleanField)
-        preps = []
-        for f in fields:
-            if isinstance(f, simple) and not f.is_relation:
-                preps.append((f.attname, _same))
-            else:  # dates, decimals, JSON, foreign keys: the field's own conversion
-                preps.append((f.attname, partial(_db_prep, f)))
+        preps = [(f.attname, None if _stored_as_is(f) else f) for f in fields]
         columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
         plan = _insert_plans[(model, connection.vendor)] = (columns, preps)
     return plan
@@ -139,9 +144,13 @@ def _stamped_fields(model) -> list:
             if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]  # fmt: skip
 
 
-def _same(value):
-    return value
+_AS_IS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField)
 
 
-def _db_prep(field, value):
-    return field.get_db_prep_save(value, connection)
+def _stored_as_is(field) -> bool:
+    """Whether the database takes ``field``'s Python value unconverted: text, integers,
+    booleans, and a foreign key to an integer key (an id). Dates, decimals and JSON go
+    through the field's own ``get_db_prep_save`` (None is NULL for every field)."""
+    if field.is_relation:
+        return isinstance(field.target_field, (models.AutoField, models.BigAutoField))
+    return isinstance(field, _AS_IS)
