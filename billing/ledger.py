@@ -11,12 +11,13 @@ import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import partial
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from uberllm.lean_sql import insert_rows, select_rows, update_rows
+from uberllm.lean_sql import insert_rows, new_row, select_rows, update_rows
 from uberllm.metrics import observe_ledger_orphan
 
 from .models import Activity, ApiKey, Attempt, Organisation
@@ -124,10 +125,12 @@ def activity_open(
     _touch_key(api_key_id, created_at)
 
 
-def _attempt_rows(activity: Activity, attempts: list[AttemptResult]) -> list[Attempt]:
+def _attempt_rows(activity, attempts: list[AttemptResult], make=Attempt) -> list:
+    """The Attempt rows of a call: model instances, or with ``make=partial(new_row,
+    Attempt)`` lean rows for ``insert_rows``."""
     return [
-        Attempt(
-            activity=activity,
+        make(
+            activity_id=activity.id,
             attempt_no=a.attempt_no,
             endpoint_id=a.endpoint_id,
             provider_slug=a.provider_slug,
@@ -209,10 +212,10 @@ def _apply_result(activity: Activity, result: CallResult) -> None:
     fill_savings(activity)  # list and cheapest-route prices in force now (docs/savings.md)
 
 
-def _new_activity(row: OpenRow, *, touch: bool = True) -> Activity:
+def _new_activity(row: OpenRow, *, touch: bool = True, make=Activity):
     if touch:
         _touch_key(row.api_key_id, row.created_at)
-    return Activity(
+    return make(
         request_id=row.request_id, organisation_id=row.organisation_id,
         api_key_id=row.api_key_id, model_slug=row.model_slug, stream=row.stream,
         created_at=row.created_at,
@@ -357,11 +360,19 @@ def _without_gone_links(
     return row, replace(result, endpoint_id=kept(result.endpoint_id), attempts=attempts)
 
 
+# The batch path's rows: plain ``Row``s for insert_rows, not model instances.
+_LEAN_ACTIVITY = partial(new_row, Activity)
+_LEAN_ATTEMPT = partial(new_row, Attempt)
+
+
 def _write_batch(items: list[LedgerItem]) -> None:
     finished = {row.request_id: (row, result) for row, result in items if result is not None}
     opened_here = {row.request_id for row, result in items if result is None}
     new_rows: list[tuple[Activity, CallResult | None]] = [
-        (_new_activity(row, touch=False), finished.get(row.request_id, (None, None))[1])
+        (
+            _new_activity(row, touch=False, make=_LEAN_ACTIVITY),
+            finished.get(row.request_id, (None, None))[1],
+        )
         for row, result in items
         if result is None
     ]
@@ -370,14 +381,15 @@ def _write_batch(items: list[LedgerItem]) -> None:
     # is deferred and dropped once it has ended: billing/ledger_writer.py).
     elsewhere = {rid: pair for rid, pair in finished.items() if rid not in opened_here}
     done, missing = _finish_pending({rid: result for rid, (_, result) in elsewhere.items()})
-    new_rows += [(_new_activity(elsewhere[rid][0], touch=False), elsewhere[rid][1])
-                 for rid in missing]  # fmt: skip
+    new_rows += [(_new_activity(elsewhere[rid][0], touch=False, make=_LEAN_ACTIVITY),
+                  elsewhere[rid][1]) for rid in missing]  # fmt: skip
     for activity, result in new_rows:
         if result is not None:
             _apply_result(activity, result)
     insert_rows(Activity, [activity for activity, _ in new_rows])
     done += [(activity, result) for activity, result in new_rows if result is not None]
-    attempts = [a for activity, result in done for a in _attempt_rows(activity, result.attempts)]
+    attempts = [a for activity, result in done
+                for a in _attempt_rows(activity, result.attempts, _LEAN_ATTEMPT)]  # fmt: skip
     insert_rows(Attempt, attempts)
     latest: dict[int, datetime] = {}
     for row, _ in items:

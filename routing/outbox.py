@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from uberllm.aio import BatchWriter, db_call
-from uberllm.lean_sql import insert_rows
+from uberllm.lean_sql import Row, insert_rows
 
 from .models import SpeedSample
 from .shared import LogEntry, key, shared_kv
@@ -33,7 +33,7 @@ class MarkLesson:
     keep_s: float  # how long the shared store keeps the streak
 
 
-def _bulk_create(samples: list[SpeedSample]) -> None:
+def _bulk_create(samples: list[SpeedSample | Row]) -> None:
     """Insert ``samples``; those of an endpoint deleted since they were queued are
     dropped (the writer would otherwise retry the batch for ever, and every later sample
     of the process would wait behind it)."""
@@ -54,7 +54,7 @@ def _bulk_create(samples: list[SpeedSample]) -> None:
 _bulk_create_async = db_call(_bulk_create)
 
 
-async def _flush_samples(samples: list[SpeedSample]) -> None:
+async def _flush_samples(samples: list[SpeedSample | Row]) -> None:
     await _bulk_create_async(samples)
 
 
@@ -72,7 +72,7 @@ async def _flush_prefixes(entries: list[LogEntry]) -> None:
 # Speed samples reach this process's routing at once (routing.memory); the database is
 # for the other processes, which re-read it every SPEED_CACHE_TTL_S anyway: one write
 # per SPEED_SAMPLE_FLUSH_INTERVAL_S under load, not one per call.
-sample_writer: BatchWriter[SpeedSample] = BatchWriter(
+sample_writer: BatchWriter[SpeedSample | Row] = BatchWriter(
     "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True,
     min_interval_s=settings.UBERLLM["SPEED_SAMPLE_FLUSH_INTERVAL_S"],
 )  # fmt: skip

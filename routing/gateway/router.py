@@ -25,6 +25,7 @@ from decimal import Decimal
 from django.conf import settings
 
 from billing.pricing import call_cost
+from uberllm.lean_sql import new_row
 
 from .. import budget
 from ..catalog import EndpointRoute
@@ -176,11 +177,13 @@ class LiveRouter:
             streaming_s = ((attempt.duration_ms or 0) - attempt.ttft_ms) / 1000
             tps = completion / streaming_s if completion > 1 and streaming_s > 0 else None
             bucket = bucket_for(prompt or accepted.prompt_tokens_estimate)
-            sample_writer.put(SpeedSample(
-                endpoint_id=leg.endpoint_id, bucket=bucket, ttft_ms=attempt.ttft_ms,
-                prompt_tokens=prompt, output_tokens_per_s=tps,
+            # A plain row, not a model instance: built on the event loop for every call.
+            sample = new_row(
+                SpeedSample, endpoint_id=leg.endpoint_id, bucket=bucket,
+                ttft_ms=attempt.ttft_ms, prompt_tokens=prompt, output_tokens_per_s=tps,
                 cached=mostly_cached(cached, prompt or accepted.prompt_tokens_estimate),
-            ))  # fmt: skip
+            )  # fmt: skip
+            sample_writer.put(sample)
         if not estimated:
             memory.tokens.observe(slug, accepted.raw_prompt_tokens, prompt)
             cap = accepted.chat.max_tokens

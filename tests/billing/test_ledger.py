@@ -194,8 +194,9 @@ def test_last_used_is_written_at_most_once_a_minute(tenant):
 
 @pytest.mark.django_db
 def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
-    """The writer's lean multi-row INSERT (billing.ledger.insert_rows) stores every field
-    as the ORM's own save does: dates, decimals, JSON prices, savings, attempts."""
+    """The writer's lean multi-row INSERT (uberllm.lean_sql.insert_rows, of plain rows
+    from new_row) stores every field as the ORM's own save does: dates, decimals, JSON
+    prices, savings, defaults, and every column of the attempts."""
     from billing.ledger import OpenRow, ledger_write
 
     now = timezone.now()
@@ -207,6 +208,10 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
     for result in results.values():
         result.prices = {"input": "0.27", "output": "1.1"}
         result.ttft_ms, result.hedged, result.hedge_cost_usd = 321, True, Decimal("0.0004")
+        result.endpoint_id = market["alpha"].id
+        loser = result.attempts[0]  # a hedge leg at an endpoint, with what it cost
+        loser.endpoint_id, loser.hedge_leg = market["bravo"].id, True
+        loser.ttft_ms, loser.platform_cost_usd = 1500, Decimal("0.00021")
     assert activity_finish(results["gen-orm"], rows["gen-orm"]) is True  # ORM save
     batch = ("gen-batch-1", "gen-batch-2")
     ledger_write([(rows[r], None) for r in batch] + [(rows[r], results[r]) for r in batch])
@@ -217,8 +222,9 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
     def stored(request_id: str) -> dict:
         row = Activity.objects.filter(request_id=request_id).values().get()
         attempts = list(Attempt.objects.filter(activity__request_id=request_id)
-                        .order_by("attempt_no").values_list("attempt_no", "provider_slug",
-                                                            "outcome", "http_status"))  # fmt: skip
+                        .order_by("attempt_no").values())  # fmt: skip
+        for attempt in attempts:  # every column but the keys (the batch builds plain rows)
+            attempt.pop("id"), attempt.pop("activity_id")
         for name in ("id", "request_id", "finished_at"):
             row.pop(name)
         return {**row, "attempts": attempts}
