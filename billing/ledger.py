@@ -17,7 +17,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from uberllm.lean_sql import insert_rows, new_row, select_rows, update_rows
+from uberllm.lean_sql import Row, insert_rows, new_row, select_rows, update_rows
 from uberllm.metrics import observe_ledger_orphan
 
 from .models import Activity, ApiKey, Attempt, Organisation
@@ -125,7 +125,9 @@ def activity_open(
     _touch_key(api_key_id, created_at)
 
 
-def _attempt_rows(activity, attempts: list[AttemptResult], make=Attempt) -> list:
+def _attempt_rows(
+    activity: Activity | Row, attempts: list[AttemptResult], make=Attempt
+) -> list[Attempt | Row]:
     """The Attempt rows of a call: model instances, or with ``make=partial(new_row,
     Attempt)`` lean rows for ``insert_rows``."""
     return [
@@ -212,7 +214,7 @@ def _apply_result(activity: Activity, result: CallResult) -> None:
     fill_savings(activity)  # list and cheapest-route prices in force now (docs/savings.md)
 
 
-def _new_activity(row: OpenRow, *, touch: bool = True, make=Activity):
+def _new_activity(row: OpenRow, *, touch: bool = True, make=Activity) -> Activity | Row:
     if touch:
         _touch_key(row.api_key_id, row.created_at)
     return make(
@@ -368,7 +370,7 @@ _LEAN_ATTEMPT = partial(new_row, Attempt)
 def _write_batch(items: list[LedgerItem]) -> None:
     finished = {row.request_id: (row, result) for row, result in items if result is not None}
     opened_here = {row.request_id for row, result in items if result is None}
-    new_rows: list[tuple[Activity, CallResult | None]] = [
+    new_rows: list[tuple[Activity | Row, CallResult | None]] = [
         (
             _new_activity(row, touch=False, make=_LEAN_ACTIVITY),
             finished.get(row.request_id, (None, None))[1],
