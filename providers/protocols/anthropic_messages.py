@@ -233,6 +233,9 @@ def _check_top(request: dict[str, Any]) -> None:
         not isinstance(stops, list) or not all(isinstance(s, str) for s in stops)
     ):
         raise _bad("stop_sequences: must be an array of strings.", "stop_sequences")
+    metadata = request.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise _bad("metadata: must be an object.", "metadata")
 
 
 def to_chat_body(request: Any) -> dict[str, Any]:
@@ -259,7 +262,7 @@ def to_chat_body(request: Any) -> dict[str, Any]:
         _tool_choice(request.get("tool_choice"), body)
     if (reasoning := _thinking(request.get("thinking"))) is not None:
         body["reasoning"] = reasoning
-    user_id = (request.get("metadata") or {}).get("user_id")
+    user_id = (request.get("metadata") or {}).get("user_id")  # an object (_check_top)
     if isinstance(user_id, str):
         body["user"] = user_id
     for name in ("models", "provider"):  # OpenRouter's routing fields, validated as in chat

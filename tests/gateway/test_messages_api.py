@@ -204,3 +204,14 @@ def _raw_stream(gateway, key, body, headers=None, path="/api/v1/messages"):
             elif line.startswith("data: "):
                 events.append((name, orjson.loads(line[6:])))
     return events
+
+
+@pytest.mark.parametrize("path", ["/messages", "/messages/count_tokens"])
+def test_a_metadata_that_is_not_an_object_is_a_400(gateway, tenant, emulator, path):
+    """Was a 500 (``metadata.get`` on a string): found by fuzzing the endpoint."""
+    response = httpx.post(f"{gateway.api_url}{path}", headers={"x-api-key": tenant.key},
+                          json={"model": TEST_MODEL, "messages": HI, "max_tokens": 5,
+                                "metadata": "user-1"})  # fmt: skip
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert "metadata" in response.json()["error"]["message"]

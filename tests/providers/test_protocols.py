@@ -75,6 +75,8 @@ def test_blocks_become_chat_messages():
         (_request(messages=[{"role": "user", "content": [{"type": "video"}]}]),
          "messages[0].content[0]"),
         (_request(stop_sequences="x"), "stop_sequences"),
+        (_request(metadata="u1"), "metadata"),
+        (_request(metadata=[{"user_id": "u1"}]), "metadata"),
     ],
 )  # fmt: skip
 def test_malformed_messages_requests(request_body, param):
