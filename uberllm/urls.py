@@ -3,8 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.views import serve as serve_static
 from django.http import FileResponse, HttpResponse
 from django.urls import include, path, re_path
-from django.views import defaults
+from django.views import csrf, defaults
+from django.views.decorators.csrf import csrf_exempt
 
+from routing.errors import GatewayError
 from routing.views import api_not_found, api_server_error
 
 from . import views as ops_views
@@ -27,7 +29,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("routing.urls")),
     path("v1/", include(("routing.urls", "api"), namespace="v1")),  # OpenAI's base URL
-    re_path(r"^(?:api|v1)/", api_not_found),  # every unknown API path answers JSON
+    # Every unknown API path answers JSON, whatever the method (no CSRF page: no cookies).
+    re_path(r"^(?:api|v1)/", csrf_exempt(api_not_found)),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", ops_views.healthz),
@@ -50,3 +53,11 @@ def handler500(request):
     if request.path.startswith(("/api/", "/v1/")):
         return api_server_error(request)
     return defaults.server_error(request)
+
+
+def csrf_failure(request, reason=""):
+    """``CSRF_FAILURE_VIEW``: a JSON 403 under the API (which authenticates by key, not by
+    cookie), Django's page elsewhere."""
+    if request.path.startswith(("/api/", "/v1/")):
+        return GatewayError(403, "Forbidden (CSRF check failed).", code="forbidden").response()
+    return csrf.csrf_failure(request, reason)

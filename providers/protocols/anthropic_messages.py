@@ -78,6 +78,35 @@ def _result_text(content: Any) -> str:
     return ""
 
 
+# The fields of a content block that are read, each with its JSON type and whether it is
+# required (Anthropic's schema): checked before any is read, so a wrong one is a 400 that
+# names it, never a gateway error or a garbled upstream request.
+_BLOCK_FIELDS: dict[str, tuple[tuple[str, type, bool], ...]] = {
+    "text": (("text", str, True),),
+    "thinking": (("thinking", str, True), ("signature", str, False)),
+    "image": (("source", dict, True),),
+    "document": (("source", dict, True),),
+    "tool_use": (("id", str, False), ("name", str, False), ("input", dict, False)),
+    "tool_result": (("tool_use_id", str, False),),
+}
+_SOURCE_FIELDS: dict[str, tuple[str, ...]] = {
+    "base64": ("media_type", "data"), "url": ("url",), "text": ("data",),
+}  # fmt: skip
+_TYPE_NAMES = {str: "a string", dict: "an object"}
+
+
+def _check_block(block: dict[str, Any], param: str) -> None:
+    for name, kind, required in _BLOCK_FIELDS.get(block["type"], ()):
+        value = block.get(name)
+        if (value is not None or required) and not isinstance(value, kind):
+            raise _bad(f"{param}.{name} must be {_TYPE_NAMES[kind]}.", f"{param}.{name}")
+    source = block.get("source")
+    if isinstance(source, dict):
+        for name in _SOURCE_FIELDS.get(source.get("type"), ()):
+            if source.get(name) is not None and not isinstance(source[name], str):
+                raise _bad(f"{param}.source.{name} must be a string.", f"{param}.source.{name}")
+
+
 def _blocks(content: Any, param: str) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -86,8 +115,7 @@ def _blocks(content: Any, param: str) -> list[dict[str, Any]]:
     for index, block in enumerate(content):
         if not isinstance(block, dict) or block.get("type") not in BLOCK_TYPES:
             raise _bad(f"{param}[{index}] is not a known content block.", f"{param}[{index}]")
-        if block["type"] == "text" and not isinstance(block.get("text"), str):
-            raise _bad(f"{param}[{index}].text must be a string.", f"{param}[{index}].text")
+        _check_block(block, f"{param}[{index}]")
     return content
 
 

@@ -206,12 +206,21 @@ def _raw_stream(gateway, key, body, headers=None, path="/api/v1/messages"):
     return events
 
 
+_THINKING_NOT_TEXT = [*HI, {"role": "assistant", "content": [{"type": "thinking", "thinking": 1}]}]
+_IMAGE_NOT_OBJECT = [{"role": "user", "content": [{"type": "image", "source": "x"}]}]
+
+
 @pytest.mark.parametrize("path", ["/messages", "/messages/count_tokens"])
-def test_a_metadata_that_is_not_an_object_is_a_400(gateway, tenant, emulator, path):
-    """Was a 500 (``metadata.get`` on a string): found by fuzzing the endpoint."""
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("metadata", "user-1", "metadata"),
+    ("messages", _THINKING_NOT_TEXT, "messages[1].content[0].thinking"),
+    ("messages", _IMAGE_NOT_OBJECT, "messages[0].content[0].source"),
+])  # fmt: skip
+def test_a_field_of_the_wrong_type_is_a_400(gateway, tenant, emulator, path, field, value, words):
+    """Each was a 500 (a ``.get`` on a string, a join of a number): found by fuzzing."""
+    body = {"model": TEST_MODEL, "messages": HI, "max_tokens": 5, field: value}
     response = httpx.post(f"{gateway.api_url}{path}", headers={"x-api-key": tenant.key},
-                          json={"model": TEST_MODEL, "messages": HI, "max_tokens": 5,
-                                "metadata": "user-1"})  # fmt: skip
+                          json=body)  # fmt: skip
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error"
-    assert "metadata" in response.json()["error"]["message"]
+    assert words in response.json()["error"]["message"]

@@ -112,9 +112,12 @@ def test_v1_base_url_without_api(gateway, tenant, emulator):
     assert reply.choices[0].message.content
 
 
+@pytest.mark.parametrize("method", ["GET", "POST", "PUT", "PATCH", "DELETE"])
 @pytest.mark.parametrize("path", ["/api/v1/nothing", "/v1/nothing", "/api/other"])
-def test_unknown_api_paths_are_json_404s(gateway, path):
-    response = httpx.get(gateway.base_url + path)
+def test_unknown_api_paths_are_json_404s(gateway, path, method):
+    # POST, PUT, PATCH and DELETE were Django's CSRF page (HTML 403): found by fuzzing.
+    response = httpx.request(method, gateway.base_url + path, json={},
+                             headers={"Authorization": "Bearer x"})  # fmt: skip
     assert response.status_code == 404
     assert response.json()["error"]["message"]
 
@@ -164,3 +167,14 @@ def test_endpoints_show_learnt_ttft(gateway, tenant, market):
     assert by_provider["alpha"]["ttft_by_bucket"] == {"<8k": {"typical_ms": 250, "samples": 7}}
     assert by_provider["alpha"]["throughput_tokens_per_s"] == 90.0
     assert by_provider["bravo"]["ttft_by_bucket"] == {}
+
+
+@pytest.mark.parametrize(("path", "json_expected"), [("/api/v1/x", True), ("/keys/", False)])
+def test_a_csrf_failure_is_json_under_the_api(path, json_expected):
+    from django.test import RequestFactory
+
+    from uberllm.urls import csrf_failure
+
+    response = csrf_failure(RequestFactory().post(path), reason="no token")
+    assert response.status_code == 403
+    assert response["Content-Type"].startswith("application/json") is json_expected

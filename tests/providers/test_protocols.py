@@ -76,6 +76,20 @@ def test_blocks_become_chat_messages():
          "messages[0].content[0]"),
         (_request(stop_sequences="x"), "stop_sequences"),
         (_request(metadata="u1"), "metadata"),
+        (_request(messages=[{"role": "user", "content": [{"type": "image", "source": "x"}]}]),
+         "messages[0].content[0].source"),
+        (_request(messages=[{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": ["AAAA"]}}]}]),
+         "messages[0].content[0].source.data"),
+        (_request(messages=[{"role": "user", "content": [{"type": "document", "source": 1}]}]),
+         "messages[0].content[0].source"),
+        (_request(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": None, "signature": "s"}]}]),
+         "messages[1].content[0].thinking"),
+        (_request(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "f", "input": "{}"}]}]),
+         "messages[1].content[0].input"),
         (_request(metadata=[{"user_id": "u1"}]), "metadata"),
     ],
 )  # fmt: skip
