@@ -271,6 +271,9 @@ UBERLLM = {
     # Largest accepted chat request body; larger gets HTTP 413 before it is read (from
     # Content-Length) or as soon as a chunked body passes it.
     "MAX_BODY_BYTES": env.int("UBERLLM_MAX_BODY_BYTES", default=10 * 1024 * 1024),
+    # A chat body larger than this does its per-message work (validation, token estimate,
+    # prefix hashes) in a worker thread, so the event loop keeps relaying other streams.
+    "OFF_LOOP_BODY_BYTES": env.int("UBERLLM_OFF_LOOP_BODY_BYTES", default=64 * 1024),
     # Admission control: chat calls in flight per gateway process; past it a JSON 503
     # with Retry-After answers at once instead of queueing without bound.
     "MAX_INFLIGHT_CALLS": env.int("UBERLLM_MAX_INFLIGHT_CALLS", default=2000),

@@ -32,6 +32,7 @@ from ..core.types import RequestFeatures, RoutePlan, RoutingError, bucket_for
 from ..errors import GatewayError
 from ..memory import memory, refresher
 from ..request import ChatRequest, parse_chat_request
+from .big import per_message_work
 
 _rng = random.Random()
 
@@ -210,14 +211,24 @@ def required_parameters(chat: ChatRequest, options: RoutingOptions) -> frozenset
     return chat.required_parameters | (sent & REQUIRABLE_PARAMETERS)
 
 
-def plan_request(chat: ChatRequest, model: CatalogModel) -> tuple[RoutePlan, dict, int, int, list]:
-    """Plan where to send ``chat`` from the snapshot; GatewayError (400/404) if nowhere."""
+def measure_prompt(messages: list[dict]) -> tuple[int, PrefixHashes]:
+    """The prompt's raw token estimate and its prefix hashes (raw tokens): the planning
+    work that grows with the conversation, pure (``big.per_message_work`` may run it in a
+    thread)."""
+    return memory.tokens.estimate(messages), prefix_hashes(messages)
+
+
+def plan_request(
+    chat: ChatRequest, model: CatalogModel, measured: tuple[int, PrefixHashes] | None = None
+) -> tuple[RoutePlan, dict, int, int, list]:
+    """Plan where to send ``chat`` from the snapshot (``measured``: its ``measure_prompt``,
+    made here if not given); GatewayError (400/404) if nowhere."""
     options = _options(chat)
     slug = model.info.slug
-    raw = memory.tokens.estimate(chat.messages)
+    raw, raw_hashes = measured if measured is not None else measure_prompt(chat.messages)
     ratio = memory.tokens.ratio(slug)
     prompt_tokens = round(raw * ratio)
-    hashes = [(h, round(t * ratio)) for h, t in prefix_hashes(chat.messages)]
+    hashes = [(h, round(t * ratio)) for h, t in raw_hashes]
     now = time.time()
     cached = memory.cached_tokens(hashes, model.by_id, now)
     bucket = bucket_for(prompt_tokens)
@@ -255,12 +266,13 @@ def _candidate(chat: ChatRequest, model_id: str) -> ChatRequest:
 
 
 async def _plan_model(
-    chat: ChatRequest,
+    chat: ChatRequest, body_bytes: int = 0
 ) -> tuple[ChatRequest, CatalogModel, tuple, tuple[tuple[ChatRequest, CatalogModel], ...]]:
     """The first of ``model`` and the ``models`` fallbacks that exists and can be planned
     (OpenRouter's fallback list), and the later fallbacks the catalog has; the error of
-    the first model if none can."""
+    the first model if none can. A big body is measured off the loop (``big``)."""
     first_error: GatewayError | None = None
+    measured = await per_message_work(body_bytes, measure_prompt, chat.messages)
     model_ids = (chat.body["model"], *chat.fallback_models)
     for index, model_id in enumerate(model_ids):
         candidate = _candidate(chat, model_id)
@@ -271,7 +283,7 @@ async def _plan_model(
         try:
             if model is None:
                 raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
-            planned = plan_request(candidate, model)
+            planned = plan_request(candidate, model, measured)
         except GatewayError as exc:
             if exc.status not in (404, 503) or not chat.fallback_models:
                 raise
@@ -308,14 +320,17 @@ def replan(accepted: Accepted) -> Accepted | None:
 
 async def accept(principal: KeyPrincipal, body: bytes) -> Accepted:
     """Validate and plan an authenticated request; raises GatewayError."""
-    return await accept_chat(principal, parse_chat_request(body))
+    chat = await per_message_work(len(body), parse_chat_request, body)
+    return await accept_chat(principal, chat, len(body))
 
 
-async def accept_chat(principal: KeyPrincipal, chat: ChatRequest) -> Accepted:
-    """Plan an authenticated, validated request, then reserve it against the key's
-    limits (the last step: nothing after it may refuse); raises GatewayError."""
+async def accept_chat(principal: KeyPrincipal, chat: ChatRequest, body_bytes: int = 0) -> Accepted:
+    """Plan an authenticated, validated request (of a ``body_bytes`` body), then reserve it
+    against the key's limits (the last step: nothing after it may refuse); raises
+    GatewayError."""
     check_allowed_models(principal, chat)
-    chat, model, (plan, cached, prompt_tokens, raw, hashes), fallbacks = await _plan_model(chat)
+    chosen = await _plan_model(chat, body_bytes)
+    chat, model, (plan, cached, prompt_tokens, raw, hashes), fallbacks = chosen
     request_id = f"gen-{os.urandom(16).hex()}"
     quota, cap = await reserve(principal, request_id, chat, model, plan, prompt_tokens,
                                fallbacks)  # fmt: skip

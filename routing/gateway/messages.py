@@ -30,9 +30,10 @@ from providers.protocols.types import ProtocolError
 from ..catalog import catalog_cache
 from ..errors import GatewayError
 from ..memory import memory
-from ..request import chat_request_from
+from ..request import ChatRequest, chat_request_from
 from .accept import Accepted, accept_chat
 from .asgi import GatewayApp, _header
+from .big import per_message_work
 from .respond import Responder
 
 logger = logging.getLogger(__name__)
@@ -118,14 +119,22 @@ def _protocol_error(exc: ProtocolError) -> GatewayError:
     return GatewayError(exc.status, exc.message, param=exc.param)
 
 
-async def _count_tokens(request: Any, out: MessagesResponder) -> None:
+def _raw_count(request: Any) -> int:
+    return memory.tokens.estimate(wire.count_text(request))
+
+
+async def _count_tokens(request: Any, body_bytes: int, out: MessagesResponder) -> None:
     """``POST /v1/messages/count_tokens``: the gateway's estimate for the model."""
-    messages = wire.count_text(request)
+    raw = await per_message_work(body_bytes, _raw_count, request)
     slug = request["model"].partition(":")[0]
     if await catalog_cache.get(slug) is None:
         raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
-    tokens = memory.tokens.estimate_for(slug, messages)
+    tokens = round(raw * memory.tokens.ratio(slug))
     await out.json(200, orjson.dumps({"input_tokens": tokens}))
+
+
+def _chat_request(request: Any) -> ChatRequest:
+    return chat_request_from(wire.to_chat_body(request))
 
 
 class MessagesApp(GatewayApp):
@@ -150,12 +159,12 @@ class MessagesApp(GatewayApp):
             raise GatewayError(400, f"Request body is not valid JSON: {exc}") from None
         try:
             if scope["path"].rstrip("/").endswith("/count_tokens"):
-                await _count_tokens(request, out)
+                await _count_tokens(request, len(body), out)
                 return None
-            chat = chat_request_from(wire.to_chat_body(request))
+            chat = await per_message_work(len(body), _chat_request, request)
         except ProtocolError as exc:
             raise _protocol_error(exc) from None
-        accepted = await accept_chat(principal, chat)
+        accepted = await accept_chat(principal, chat, len(body))
         out.bind(accepted)
         return accepted
 
