@@ -95,7 +95,12 @@ class GatewayServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(application, log_level="warning", lifespan="off")
+        # Idle keep-alive connections live longer than any pause of a test: with uvicorn's
+        # 5 s a client reusing one just as the server closes it gets a reset (seen once, in
+        # a probe test whose probe cycle paused the client ~5 s; the SDK clients here do
+        # not retry).
+        config = uvicorn.Config(application, log_level="warning", lifespan="off",
+                                timeout_keep_alive=120)  # fmt: skip
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="gateway"
