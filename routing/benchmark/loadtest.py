@@ -363,6 +363,9 @@ def seed_catalog(emulator_url: str) -> None:
 
     from providers.services import catalog_import
 
+    from .database import ensure_database
+
+    ensure_database(settings.DATABASES["default"])
     call_command("migrate", interactive=False, verbosity=0)
     settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True  # the emulator is on loopback
     catalog_import(data=catalog(emulator_url))

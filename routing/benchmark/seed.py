@@ -55,6 +55,7 @@ def catalog(emulator_url: str) -> dict:
 
 
 def seed(emulator_url: str) -> dict:
+    from django.conf import settings
     from django.core.management import call_command
 
     from billing.models import Activity, ApiKey, Organisation
@@ -62,6 +63,9 @@ def seed(emulator_url: str) -> dict:
     from providers.services import catalog_import
     from routing.models import SpeedSample
 
+    from .database import ensure_database
+
+    ensure_database(settings.DATABASES["default"])
     call_command("migrate", interactive=False, verbosity=0)
     catalog_import(data=catalog(emulator_url))
     organisation = Organisation.objects.filter(slug="bench").first()

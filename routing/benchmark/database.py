@@ -1,0 +1,38 @@
+"""The benchmarks' own PostgreSQL database, created when it does not exist yet.
+
+``bench_overhead`` and ``loadtest`` are pointed at a database of their own
+(``DATABASE_URL=postgres://.../uberllm_bench``); on a fresh machine that database is
+not there, and migrating into it failed with a connection traceback. The benchmark
+creates it instead (as the test runner creates its test database). Never used by the
+gateway itself: a production database is the operator's to create.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def ensure_database(config: dict[str, Any]) -> bool:
+    """Create the PostgreSQL database of ``config`` (a Django ``DATABASES`` entry) if it
+    does not exist; returns whether it was created. Other engines: nothing to do (SQLite
+    creates its file on first use)."""
+    if "postgresql" not in config.get("ENGINE", ""):
+        return False
+    import psycopg
+    from psycopg import sql
+
+    name = config["NAME"]
+    params = {
+        "dbname": "postgres",
+        "host": config.get("HOST") or None,
+        "port": config.get("PORT") or None,
+        "user": config.get("USER") or None,
+        "password": config.get("PASSWORD") or None,
+    }
+    connect = {key: value for key, value in params.items() if value is not None}
+    with psycopg.connect(**connect, autocommit=True) as connection:
+        found = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if found.fetchone() is not None:
+            return False
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return True
