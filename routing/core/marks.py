@@ -18,11 +18,15 @@ from collections.abc import Callable, Iterable
 
 UNUSABLE_WINDOW_S = 900.0
 FIRST_UNUSABLE_WINDOW_S = 30.0
+MAX_DOUBLINGS = 64
 
 
 def unusable_window(strikes: int, first_window_s: float, max_window_s: float) -> float:
     """The window after the ``strikes``-th consecutive refusal (1 = the first)."""
-    return min(max_window_s, first_window_s * 2 ** max(0, strikes - 1))
+    # A streak only grows while the provider refuses: past ~1,000 doublings 2 ** n no
+    # longer fits a float (OverflowError), and 64 already exceed any window.
+    doublings = min(max(0, strikes - 1), MAX_DOUBLINGS)
+    return min(max_window_s, first_window_s * 2**doublings)
 
 
 class UnusableMarks:

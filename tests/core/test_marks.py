@@ -90,3 +90,15 @@ def test_a_served_call_ends_the_streak():
     marks.mark(3, now=40.0)
     marks.record_success(3)
     assert marks.mark(3, now=200.0) == 230.0
+
+
+def test_a_refusal_streak_of_any_length_keeps_the_longest_window():
+    """Round 13: ``first * 2 ** (strikes - 1)`` overflowed a float after 1,025 refusals in
+    a row (a single-provider model through a long outage at volume), and every failure
+    after that raised OverflowError in the call."""
+    assert unusable_window(1_025, 30.0, 900.0) == 900.0
+    assert unusable_window(10**6, 30.0, 900.0) == 900.0
+    marks = UnusableMarks(first_window_s=30.0)
+    for _ in range(1_100):
+        until = marks.mark(3, now=0.0)
+    assert until == 900.0

@@ -173,3 +173,21 @@ def test_a_turn_cached_where_the_cached_speed_is_unknown_is_explored_there(clien
         assert _served(client, fresh(turn1)) == "bravo"
     finally:
         settings.UBERLLM["EXPLORATION_RATE"] = 0.0
+
+
+def test_a_provider_refusing_for_hours_still_answers_an_upstream_error(client, emulator, market):
+    """Round 13: after 1,025 refusals in a row the unusable window's 2 ** strikes
+    overflowed a float; from then on every failed call at that provider answered a 500
+    "Internal gateway error" instead of the provider's refusal."""
+    import openai
+
+    from routing.memory import memory
+
+    alpha = market["alpha"].id
+    emulator.control("alpha", status_override=503)
+    memory.strikes[alpha] = 5_000  # as after hours of refusals (a streak only grows)
+    with pytest.raises(openai.APIStatusError) as refused:
+        _served(client, fresh(SHORT), order=["alpha"], allow_fallbacks=False)
+    assert refused.value.status_code == 502
+    assert refused.value.body["code"] == "upstream_error"
+    assert memory.unusable_until[alpha] > time.time() + 0.9 * settings.UBERLLM["UNUSABLE_WINDOW_S"]

@@ -169,7 +169,8 @@ class OpenRouterLike(Strategy):
             if inflight >= CAP_MIN:
                 st.cap = max(CAP_MIN, CAP_SHRINK * inflight)
         st.fails += 1
-        st.backoff_until = now + min(BACKOFF_S * 2 ** (st.fails - 1), BACKOFF_MAX_S)
+        # (capped doublings: 2 ** n overflows a float past ~1,000 failures in a row)
+        st.backoff_until = now + min(BACKOFF_S * 2 ** min(st.fails - 1, 64), BACKOFF_MAX_S)
 
     def on_first_token(self, run: Run, leg: Leg, now: float) -> None:
         st = self.stats[leg.endpoint_id]
