@@ -108,6 +108,7 @@ class BatchWriter(Generic[T]):
         self._items: deque[T] = deque()
         self._wakeup: asyncio.Event | None = None
         self._urgent = asyncio.Event()
+        self._full = asyncio.Event()  # a whole batch is queued: no interval to wait
         self._task: asyncio.Task | None = None
         self.in_flight = 0
         self.dropped = 0
@@ -137,9 +138,15 @@ class BatchWriter(Generic[T]):
         self._items.append(item)
         loop = asyncio.get_running_loop()
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
-            self._wakeup, self._urgent = asyncio.Event(), asyncio.Event()
+            self._wakeup, self._urgent, self._full = (
+                asyncio.Event(),
+                asyncio.Event(),
+                asyncio.Event(),
+            )
             self._task = run_service(self._run())
         self._wakeup.set()
+        if len(self._items) >= self.batch_size:
+            self._full.set()
         if urgent:
             self._urgent.set()
         return True
@@ -171,9 +178,18 @@ class BatchWriter(Generic[T]):
                 self.in_flight = 0
 
     async def _keep_interval(self) -> None:
+        """Wait out ``min_interval_s`` since the last flush, unless a full batch is queued:
+        the interval is there to gather items into batches, and a full one is gathered
+        already (waiting anyway capped the writer at ``batch_size`` per interval, and a
+        backlog above that rate grew without bound)."""
         wait = self._last_flush + self.min_interval_s - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
+        if wait > 0 and len(self._items) < self.batch_size:
+            self._full.clear()
+            try:
+                async with asyncio.timeout(wait):
+                    await self._full.wait()  # set by ``put`` when a batch is full
+            except TimeoutError:
+                pass
         self._last_flush = time.monotonic()
 
     async def _flush_with_retries(self, batch: list[T]) -> None:

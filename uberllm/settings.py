@@ -277,6 +277,10 @@ UBERLLM = {
     # Admission control: chat calls in flight per gateway process; past it a JSON 503
     # with Retry-After answers at once instead of queueing without bound.
     "MAX_INFLIGHT_CALLS": env.int("UBERLLM_MAX_INFLIGHT_CALLS", default=2000),
+    # ... and ledger items (pending rows, outcomes) queued but not written yet: past it
+    # (the database slower than the traffic, or away for long) new calls get the same 503
+    # instead of the backlog growing in memory until rows would be dropped.
+    "LEDGER_BACKLOG_MAX": env.int("UBERLLM_LEDGER_BACKLOG_MAX", default=50_000),
     # Upstream timeouts (seconds): connect, wait for response headers, wait for the first
     # token, and the longest gap between two chunks once streaming.
     "UPSTREAM_CONNECT_TIMEOUT_S": env.float("UBERLLM_UPSTREAM_CONNECT_TIMEOUT_S", default=5.0),

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.auth import KeyPrincipal
-from billing.ledger_writer import queue_rejected
+from billing.ledger_writer import ledger_writer, queue_rejected
 from uberllm import events, metrics
 from uberllm.logs import bind_generation_id, unbind_generation_id
 
@@ -36,14 +36,20 @@ logger = logging.getLogger(__name__)
 
 
 class Admission:
-    """Calls in flight in this process, bounded by ``MAX_INFLIGHT_CALLS``."""
+    """Calls in flight in this process, bounded by ``MAX_INFLIGHT_CALLS``, and admitted
+    only while the ledger's backlog is under ``LEDGER_BACKLOG_MAX`` items (every call
+    adds to it: a database slower than the traffic must not grow it without bound)."""
 
     def __init__(self) -> None:
         self.in_flight = 0
         self.refused = 0
 
     def try_enter(self) -> bool:
-        if self.in_flight >= settings.UBERLLM["MAX_INFLIGHT_CALLS"]:
+        conf = settings.UBERLLM
+        if (
+            self.in_flight >= conf["MAX_INFLIGHT_CALLS"]
+            or ledger_writer.pending() >= conf["LEDGER_BACKLOG_MAX"]
+        ):
             self.refused += 1
             return False
         self.in_flight += 1

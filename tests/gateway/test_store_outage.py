@@ -4,7 +4,9 @@
   from its snapshot; a lesson learnt during the outage (an unusable mark) reaches Redis
   once it is back.
 - The database unavailable for writes (the Activity table locked): calls are still
-  served; their rows are written once the lock is gone, each exactly once.
+  served; their rows are written once the lock is gone, each exactly once; once the
+  rows waiting reach ``LEDGER_BACKLOG_MAX`` new calls get a JSON 503 with Retry-After
+  (the backlog never grows without bound), and are served again once it is written.
 """
 
 from __future__ import annotations
@@ -131,3 +133,40 @@ def test_database_locked_calls_served_rows_written_once_after(gateway, tenant, e
     assert answered_while_locked, "the calls waited for the locked table"
     rows = wait_finished_rows(7)
     assert len(rows) == 7 and all(r.status == Activity.Status.SUCCESS for r in rows)
+
+
+def test_a_ledger_backlog_at_its_limit_answers_503_until_written(gateway, tenant, emulator):
+    """Round 13: the backlog of unwritten ledger rows had no bound but the queue's
+    (a million items, then rows dropped); past ``LEDGER_BACKLOG_MAX`` calls are refused
+    before they start, so no row is lost and memory stays bounded."""
+    from django.conf import settings
+
+    from billing.ledger_writer import ledger_writer
+
+    assert _chat(gateway.api_url, tenant.key).status_code == 200  # warm: key, catalog
+    wait_finished_rows(1)
+    saved = settings.UBERLLM["LEDGER_BACKLOG_MAX"]
+    settings.UBERLLM["LEDGER_BACKLOG_MAX"] = 4
+    locked = threading.Event()
+    locker = threading.Thread(target=_lock_activity_table, args=(6.0, locked))
+    locker.start()
+    try:
+        assert locked.wait(5)
+        replies = [_chat(gateway.api_url, tenant.key, stream=True) for _ in range(4)]
+        statuses = [reply.status_code for reply in replies]
+        assert locker.is_alive(), "the calls waited for the locked table"
+        served = statuses.count(200)
+        assert served >= 1 and statuses == [200] * served + [503] * (4 - served)
+        refused = replies[-1]
+        assert refused.json()["error"]["code"] == "overloaded"
+        assert int(refused.headers["retry-after"]) >= 1
+        assert ledger_writer.pending() >= 4
+        locker.join()
+        rows = wait_finished_rows(1 + served)
+        assert len(rows) == 1 + served  # the refused calls have none
+        assert all(r.status == Activity.Status.SUCCESS for r in rows)
+        assert _chat(gateway.api_url, tenant.key).status_code == 200  # written: admitted
+        assert len(wait_finished_rows(2 + served)) == 2 + served
+    finally:
+        settings.UBERLLM["LEDGER_BACKLOG_MAX"] = saved
+        locker.join()
