@@ -12,6 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 
+def admin_params(config: dict[str, Any]) -> dict[str, Any]:
+    """psycopg connection parameters for the server's ``postgres`` database."""
+    params = {
+        "dbname": "postgres",
+        "host": config.get("HOST") or None,
+        "port": config.get("PORT") or None,
+        "user": config.get("USER") or None,
+        "password": config.get("PASSWORD") or None,
+    }
+    return {key: value for key, value in params.items() if value is not None}
+
+
 def ensure_database(config: dict[str, Any]) -> bool:
     """Create the PostgreSQL database of ``config`` (a Django ``DATABASES`` entry) if it
     does not exist; returns whether it was created. Other engines: nothing to do (SQLite
@@ -22,15 +34,7 @@ def ensure_database(config: dict[str, Any]) -> bool:
     from psycopg import sql
 
     name = config["NAME"]
-    params = {
-        "dbname": "postgres",
-        "host": config.get("HOST") or None,
-        "port": config.get("PORT") or None,
-        "user": config.get("USER") or None,
-        "password": config.get("PASSWORD") or None,
-    }
-    connect = {key: value for key, value in params.items() if value is not None}
-    with psycopg.connect(**connect, autocommit=True) as connection:
+    with psycopg.connect(**admin_params(config), autocommit=True) as connection:
         found = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
         if found.fetchone() is not None:
             return False

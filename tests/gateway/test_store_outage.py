@@ -156,7 +156,7 @@ def test_a_ledger_backlog_at_its_limit_answers_503_until_written(gateway, tenant
         statuses = [reply.status_code for reply in replies]
         assert locker.is_alive(), "the calls waited for the locked table"
         served = statuses.count(200)
-        assert served >= 1 and statuses == [200] * served + [503] * (4 - served)
+        assert 1 <= served < 4 and statuses == [200] * served + [503] * (4 - served)
         refused = replies[-1]
         assert refused.json()["error"]["code"] == "overloaded"
         assert int(refused.headers["retry-after"]) >= 1

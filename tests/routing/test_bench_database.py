@@ -9,14 +9,11 @@ import psycopg
 import pytest
 from django.db import connection
 
-from routing.benchmark.database import ensure_database
+from routing.benchmark.database import admin_params, ensure_database
 
 
 def _admin(config: dict) -> psycopg.Connection:
-    params = {"dbname": "postgres", "host": config.get("HOST") or None,
-              "port": config.get("PORT") or None, "user": config.get("USER") or None,
-              "password": config.get("PASSWORD") or None}  # fmt: skip
-    return psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True)
+    return psycopg.connect(**admin_params(config), autocommit=True)
 
 
 def _exists(config: dict, name: str) -> bool:
