@@ -392,7 +392,7 @@ def _write_batch(items: list[LedgerItem]) -> None:
     done += [(activity, result) for activity, result in new_rows if result is not None]
     attempts = [a for activity, result in done
                 for a in _attempt_rows(activity, result.attempts, _LEAN_ATTEMPT)]  # fmt: skip
-    insert_rows(Attempt, attempts)
+    insert_rows(Attempt, attempts, returning=False)
     latest: dict[int, datetime] = {}
     for row, _ in items:
         latest[row.api_key_id] = max(row.created_at, latest.get(row.api_key_id, row.created_at))

@@ -39,7 +39,7 @@ def _bulk_create(samples: list[SpeedSample | Row]) -> None:
     of the process would wait behind it)."""
     try:
         with transaction.atomic():
-            insert_rows(SpeedSample, samples)
+            insert_rows(SpeedSample, samples, returning=False)
         return
     except IntegrityError:
         pass
@@ -48,7 +48,7 @@ def _bulk_create(samples: list[SpeedSample | Row]) -> None:
     alive = set(endpoint_model.objects.filter(id__in=named).values_list("id", flat=True))
     kept = [sample for sample in samples if sample.endpoint_id in alive]
     logger.info("speed samples: %d of a deleted endpoint dropped", len(samples) - len(kept))
-    insert_rows(SpeedSample, kept)
+    insert_rows(SpeedSample, kept, returning=False)
 
 
 _bulk_create_async = db_call(_bulk_create)

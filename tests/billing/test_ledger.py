@@ -268,6 +268,41 @@ def test_the_lean_select_reads_what_the_orm_reads(tenant, market):
     assert select_rows(Activity, "request_id", [], names) == []
 
 
+@pytest.mark.django_db
+def test_finishing_a_batch_of_streams_is_the_same_statements_for_any_size(tenant):
+    """Finishing pending rows is one SELECT, one UPDATE and one INSERT of attempts per
+    batch, never a statement per row (``executemany``): under load each statement of
+    SQLite's cost the writer a GIL switch interval, and 200 rows took a second
+    (docs/benchmarks.md, round 14). The rows are finished as the ORM would."""
+    from django.db import connection
+
+    from billing.ledger import OpenRow, ledger_write
+
+    def finish_statements(size: int) -> list[tuple[str, bool]]:
+        now = timezone.now()
+        rows = [OpenRow(f"gen-size-{size}-{n}", tenant.organisation.id, tenant.api_key.id,
+                        TEST_MODEL, True, now) for n in range(size)]  # fmt: skip
+        ledger_write([(row, None) for row in rows])
+        seen: list[tuple[str, bool]] = []
+
+        def record(execute, sql, params, many, context):
+            seen.append((sql.split()[0], many))
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(record):
+            ledger_write([(row, _result(row.request_id)) for row in rows])
+        finished = Activity.objects.filter(request_id__startswith=f"gen-size-{size}-")
+        assert finished.filter(status="success", completion_tokens=5).count() == size
+        assert Attempt.objects.filter(activity__in=finished).count() == 2 * size
+        return seen
+
+    finish_statements(2)  # warm: the key's last use, the savings' price lookups
+    small, large = finish_statements(3), finish_statements(150)
+    assert small == large
+    assert not any(many for _, many in large)
+    assert [verb for verb, _ in large].count("UPDATE") == 1
+
+
 def _orphan_batch(tenant, market):
     """A batch of three calls: one whose organisation, one whose key and endpoint were
     deleted while it ran, and one that is fine (``ledger_write`` items, request ids)."""

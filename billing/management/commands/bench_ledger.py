@@ -1,10 +1,14 @@
 """Benchmark the ledger writer's database work: CPU per call for the two shapes the
 gateway writes (a short call opened and finished in one batch; a stream opened in one
-batch and finished in a later one), at several batch sizes. Prints figures; asserts
-nothing. Runs on the configured database, in an organisation it creates and deletes."""
+batch and finished in a later one), at several batch sizes. With ``--contended``, also
+the wall time of each batch while another thread keeps the CPU busy in Python, as the
+event loop's thread does under load (the writer then gets the GIL back only every
+switch interval each time it lets go of it). Prints figures; asserts nothing. Runs on
+the configured database, in an organisation it creates and deletes."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from decimal import Decimal
@@ -42,8 +46,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 200])
         parser.add_argument("--calls", type=int, default=2000, help="calls per cell")
+        parser.add_argument(
+            "--contended", action="store_true",
+            help="also time batches beside a thread that keeps the CPU busy",
+        )  # fmt: skip
 
-    def handle(self, *args, batches: list[int], calls: int, **options) -> None:
+    def handle(self, *args, batches: list[int], calls: int, contended: bool, **options) -> None:
         organisation = organisation_create(name=f"bench-ledger-{uuid.uuid4().hex[:8]}")
         api_key, _ = api_key_create(organisation=organisation, name="bench")
         ids = (organisation.id, api_key.id)
@@ -56,8 +64,33 @@ class Command(BaseCommand):
                 stream = self._cpu(rounds, lambda size=size: self._stream_batches(ids, size))
                 self.stdout.write(f"{size:5d}  {short / (rounds * size) * 1e6:22.0f}  "
                                   f"{stream / (rounds * size) * 1e6:30.0f}")  # fmt: skip
+            if contended:
+                self._contended(ids, batches)
         finally:
             Organisation.objects.filter(id=organisation.id).delete()
+
+    def _contended(self, ids: tuple[int, int], batches: list[int]) -> None:
+        self.stdout.write("\nwall ms per batch, idle / beside a busy thread (median of 5)")
+        self.stdout.write("batch  one-batch calls     stream openings     stream endings")
+        for size in batches:
+            idle = self._walls(ids, size)
+            with _BusyThread():
+                busy = self._walls(ids, size)
+            cells = [f"{a:7.1f} / {b:7.1f}" for a, b in zip(idle, busy, strict=True)]
+            self.stdout.write(f"{size:5d}  " + "  ".join(f"{c:>17}" for c in cells))
+
+    @staticmethod
+    def _walls(ids: tuple[int, int], size: int, repeats: int = 5) -> list[float]:
+        samples: list[list[float]] = [[], [], []]
+        for _ in range(repeats):
+            items = _items(*ids, size)
+            opens = [item for item in items if item[1] is None]
+            ends = [item for item in items if item[1] is not None]
+            for column, batch in enumerate((_items(*ids, size), opens, ends)):
+                started = time.perf_counter()
+                ledger_write(batch)
+                samples[column].append((time.perf_counter() - started) * 1e3)
+        return [sorted(column)[len(column) // 2] for column in samples]
 
     @staticmethod
     def _stream_batches(ids: tuple[int, int], size: int) -> None:
@@ -71,3 +104,22 @@ class Command(BaseCommand):
         for _ in range(rounds):
             work()
         return time.process_time() - started
+
+
+class _BusyThread:
+    """A thread spinning in Python while the block runs (holding the GIL as a saturated
+    event loop would)."""
+
+    def __enter__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _spin(self) -> None:
+        spins = 0
+        while not self._stop.is_set():
+            spins += 1
