@@ -284,20 +284,36 @@ def _apply_checkpoints_safely(checkpoints: list[Checkpoint]) -> None:
 
 
 def apply_checkpoints(checkpoints: list[Checkpoint]) -> None:
-    """Mark the rows of calls in flight alive: one UPDATE for all of them, plus one per
-    call that has delivered tokens (its checkpoint). Finished rows are never touched."""
+    """Mark the rows of calls in flight alive: one UPDATE for those not served yet, one
+    for those that have delivered tokens (each with its checkpoint's numbers; not one
+    statement per call: a heartbeat of 2,000 long streams was 2,000 UPDATEs). Finished
+    rows are never touched."""
     pending = Activity.objects.filter(status=Activity.Status.PENDING)
     alive = [c.request_id for c in checkpoints if c.endpoint_id is None]
     if alive:
         pending.filter(request_id__in=alive).update(heartbeat_at=max(c.at for c in checkpoints))
-    for c in checkpoints:
-        if c.endpoint_id is not None:
-            pending.filter(request_id=c.request_id).update(
-                heartbeat_at=c.at, endpoint_id=c.endpoint_id, provider_slug=c.provider_slug,
-                prompt_tokens=c.prompt_tokens, cached_tokens=c.cached_tokens,
-                completion_tokens=c.completion_tokens, cost_usd=c.cost_usd,
-                prices=c.prices, usage_estimated=True,
-            )  # fmt: skip
+    # The newest checkpoint of a call (a backlog may hold two beats of it): one source
+    # row per target row, as the UPDATE ... FROM needs.
+    newest = {c.request_id: c for c in checkpoints if c.endpoint_id is not None}
+    served = [_checkpoint_row(c) for c in newest.values()]
+    update_rows(Activity, served, CHECKPOINT_FIELDS, key="request_id",
+                only_if={"status": Activity.Status.PENDING})  # fmt: skip
+
+
+CHECKPOINT_FIELDS = ("heartbeat_at", "endpoint_id", "provider_slug", "prompt_tokens",
+                     "cached_tokens", "completion_tokens", "cost_usd", "prices",
+                     "usage_estimated")  # fmt: skip
+
+
+def _checkpoint_row(c: Checkpoint) -> Row:
+    row = Row()
+    row.__dict__.update(
+        request_id=c.request_id, heartbeat_at=c.at, endpoint_id=c.endpoint_id,
+        provider_slug=c.provider_slug, prompt_tokens=c.prompt_tokens,
+        cached_tokens=c.cached_tokens, completion_tokens=c.completion_tokens,
+        cost_usd=c.cost_usd, prices=c.prices, usage_estimated=True,
+    )  # fmt: skip
+    return row
 
 
 def _write_one(row: OpenRow, result: CallResult | None, items) -> None:

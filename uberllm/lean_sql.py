@@ -62,13 +62,17 @@ def insert_rows(model, objs: list, *, returning: bool = True) -> None:
         _insert_chunk(model, objs[start : start + per_statement], columns, preps, db, returning)
 
 
-def update_rows(model, objs: list, names: tuple[str, ...]) -> None:
+def update_rows(
+    model, objs: list, names: tuple[str, ...], *, key: str = "id", only_if: dict | None = None
+) -> None:
     """``bulk_update`` for the writer's hot batches: one ``UPDATE ... FROM (VALUES ...)``
     for all rows, instead of Django's CASE WHEN per field and row. Not one prepared
     UPDATE per row (``executemany``): SQLite releases the GIL around every statement,
     and while the event loop's thread keeps the CPU busy each release costs the writer
     a switch interval (5 ms) to get it back: 200 rows took 1.0 s instead of 10 ms
-    (docs/benchmarks.md, round 14)."""
+    (docs/benchmarks.md, round 14). Rows are matched on ``key`` (a unique field; each
+    object has it as an attribute), and only where every column of ``only_if`` holds its
+    value (``{"status": "pending"}``)."""
     if not objs:
         return
     _, preps = _insert_plan(model)
@@ -76,15 +80,21 @@ def update_rows(model, objs: list, names: tuple[str, ...]) -> None:
     fields = [model._meta.get_field(name) for name in names]
     plan = [(f.attname, prep_of[f.attname]) for f in fields]
     db = connections[DEFAULT_DB_ALIAS]
-    per_statement = max(1, MAX_QUERY_PARAMS // (len(fields) + 1))
+    key_field = model._meta.get_field(key)
+    conditions = list((only_if or {}).items())
+    per_statement = max(1, (MAX_QUERY_PARAMS - len(conditions)) // (len(fields) + 1))
     for start in range(0, len(objs), per_statement):
         chunk = objs[start : start + per_statement]
-        params = [value for obj in chunk for value in (obj.id, *_values(obj, plan, db))]
+        params = [
+            value for obj in chunk
+            for value in (getattr(obj, key_field.attname), *_values(obj, plan, db))
+        ]  # fmt: skip
+        sql = _update_sql(model, key_field, fields, len(chunk), [name for name, _ in conditions])
         with connection.cursor() as cursor:
-            cursor.execute(_update_sql(model, fields, len(chunk)), params)
+            cursor.execute(sql, params + [value for _, value in conditions])
 
 
-def _update_sql(model, fields: list, rows: int) -> str:
+def _update_sql(model, key_field, fields: list, rows: int, conditions: list[str]) -> str:
     quote = connection.ops.quote_name
     # PostgreSQL types a VALUES list's columns from its literals (text, for a JSON or a
     # date): each is cast to its column's type. SQLite applies the column's affinity.
@@ -96,11 +106,12 @@ def _update_sql(model, fields: list, rows: int) -> str:
     )
     row = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
     table = quote(model._meta.db_table)
-    id_column = quote(model._meta.pk.column)
+    where = [f"{table}.{quote(key_field.column)} = v.column1"]
+    where += [f"{table}.{quote(model._meta.get_field(name).column)} = %s" for name in conditions]
     # Names come from the model (quoted), values are all parameters.
     return (
         f"UPDATE {table} SET {assignments} FROM (VALUES {', '.join([row] * rows)}) AS v"  # noqa: S608
-        f" WHERE {table}.{id_column} = v.column1"
+        f" WHERE {' AND '.join(where)}"
     )
 
 

@@ -405,3 +405,56 @@ def test_a_heartbeat_naming_a_deleted_endpoint_still_beats(tenant, market):
     stored = Activity.objects.get(request_id="gen-beat")
     assert stored.status == "pending" and stored.heartbeat_at == beat.at
     assert stored.endpoint_id is None and stored.completion_tokens == 0
+
+
+@pytest.mark.django_db
+def test_a_heartbeat_of_many_streams_is_the_same_statements_for_any_number(tenant, market):
+    """One beat checkpoints every served stream in one UPDATE (not one per call: a beat of
+    2,000 long streams was 2,000 statements, each costing the writer a GIL switch under
+    load), each row with its own numbers; a finished row is left alone, and of two beats
+    of one call the newer wins."""
+    from django.db import connection
+
+    from billing.ledger import Checkpoint, OpenRow, ledger_write
+
+    endpoint = market["alpha"]
+
+    def beat(count: int) -> list[str]:
+        now = timezone.now()
+        rows = [OpenRow(f"gen-beat-{count}-{n}", tenant.organisation.id, tenant.api_key.id,
+                        TEST_MODEL, True, now) for n in range(count)]  # fmt: skip
+        ledger_write([(row, None) for row in rows])
+        ledger_write([(rows[0], _result(rows[0].request_id))])  # finished before the beat
+
+        def checkpoint(n: int, tokens: int) -> Checkpoint:
+            return Checkpoint(rows[n].request_id, now + timedelta(seconds=tokens),
+                              endpoint_id=endpoint.id, provider_slug="alpha",
+                              prompt_tokens=100 + n, completion_tokens=tokens,
+                              cost_usd=Decimal(n) / 1000, prices={"output": str(n)})  # fmt: skip
+
+        beats = [checkpoint(n, 7) for n in range(count)] + [checkpoint(count - 1, 9)]
+        seen: list[str] = []
+
+        def record(execute, sql, params, many, context):
+            assert not many
+            seen.append(sql.split()[0])
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(record):
+            ledger_write([(rows[0], c) for c in beats])
+        stored = {
+            a.request_id: a
+            for a in Activity.objects.filter(request_id__in=[r.request_id for r in rows])
+        }
+        assert stored[rows[0].request_id].status == "success"
+        assert stored[rows[0].request_id].completion_tokens == 5  # the finished row is kept
+        for n in range(1, count):
+            got = stored[rows[n].request_id]
+            tokens = 9 if n == count - 1 else 7
+            assert got.status == "pending" and got.endpoint_id == endpoint.id
+            assert (got.prompt_tokens, got.completion_tokens) == (100 + n, tokens)
+            assert got.cost_usd == Decimal(n) / 1000 and got.prices == {"output": str(n)}
+            assert got.heartbeat_at == now + timedelta(seconds=tokens) and got.usage_estimated
+        return seen
+
+    assert beat(3) == beat(120)

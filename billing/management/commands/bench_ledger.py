@@ -16,9 +16,17 @@ from decimal import Decimal
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from billing.ledger import AttemptResult, CallResult, OpenRow, ledger_write
+from billing.ledger import AttemptResult, CallResult, Checkpoint, OpenRow, ledger_write
 from billing.models import Organisation
 from billing.services import api_key_create, organisation_create
+from providers.models import Endpoint, Model, Provider
+
+
+def _checkpoint(request_id: str, endpoint_id: int | None) -> Checkpoint:
+    """A heartbeat of a stream that has delivered tokens (routing.gateway.heartbeat)."""
+    return Checkpoint(request_id, timezone.now(), provider_slug="alpha", endpoint_id=endpoint_id,
+                      prompt_tokens=1200, completion_tokens=20, cost_usd=Decimal("0.0001"),
+                      prices={"input": "0.1", "output": "0.4"})  # fmt: skip
 
 
 def _items(organisation_id: int, api_key_id: int, n: int) -> list:
@@ -70,23 +78,39 @@ class Command(BaseCommand):
             Organisation.objects.filter(id=organisation.id).delete()
 
     def _contended(self, ids: tuple[int, int], batches: list[int]) -> None:
+        # The heartbeats of served streams name an endpoint: a throwaway one (a model and
+        # its endpoints are deleted together; the catalog's own are left alone).
+        model = Model.objects.create(slug=f"bench-ledger/{uuid.uuid4().hex[:8]}", name="bench")
+        provider, new = Provider.objects.get_or_create(slug="bench-ledger", defaults={"name": "b"})
+        endpoint = Endpoint.objects.create(provider=provider, model=model,
+                                           base_url="https://bench.invalid/v1")  # fmt: skip
+        try:
+            self._contended_table(ids, batches, endpoint.id)
+        finally:
+            model.delete()
+            if new:
+                provider.delete()
+
+    def _contended_table(self, ids: tuple[int, int], batches: list[int], endpoint_id: int) -> None:
         self.stdout.write("\nwall ms per batch, idle / beside a busy thread (median of 5)")
-        self.stdout.write("batch  one-batch calls     stream openings     stream endings")
+        self.stdout.write("batch    one-batch calls    stream openings  heartbeats served"
+                          "      stream endings")  # fmt: skip
         for size in batches:
-            idle = self._walls(ids, size)
+            idle = self._walls(ids, size, endpoint_id)
             with _BusyThread():
-                busy = self._walls(ids, size)
+                busy = self._walls(ids, size, endpoint_id)
             cells = [f"{a:7.1f} / {b:7.1f}" for a, b in zip(idle, busy, strict=True)]
             self.stdout.write(f"{size:5d}  " + "  ".join(f"{c:>17}" for c in cells))
 
     @staticmethod
-    def _walls(ids: tuple[int, int], size: int, repeats: int = 5) -> list[float]:
-        samples: list[list[float]] = [[], [], []]
+    def _walls(ids: tuple[int, int], size: int, endpoint_id: int, repeats: int = 5) -> list[float]:
+        samples: list[list[float]] = [[], [], [], []]
         for _ in range(repeats):
             items = _items(*ids, size)
             opens = [item for item in items if item[1] is None]
+            beats = [(row, _checkpoint(row.request_id, endpoint_id)) for row, _ in opens]
             ends = [item for item in items if item[1] is not None]
-            for column, batch in enumerate((_items(*ids, size), opens, ends)):
+            for column, batch in enumerate((_items(*ids, size), opens, beats, ends)):
                 started = time.perf_counter()
                 ledger_write(batch)
                 samples[column].append((time.perf_counter() - started) * 1e3)
