@@ -85,34 +85,55 @@ def update_rows(
     per_statement = max(1, (MAX_QUERY_PARAMS - len(conditions)) // (len(fields) + 1))
     for start in range(0, len(objs), per_statement):
         chunk = objs[start : start + per_statement]
-        params = [
-            value for obj in chunk
-            for value in (getattr(obj, key_field.attname), *_values(obj, plan, db))
-        ]  # fmt: skip
-        sql = _update_sql(model, key_field, fields, len(chunk), [name for name, _ in conditions])
+        value_rows = [[getattr(obj, key_field.attname), *_values(obj, plan, db)] for obj in chunk]
+        source, params = _source([key_field, *fields], value_rows)
+        sql = _update_sql(model, key_field, fields, source, [name for name, _ in conditions])
         with connection.cursor() as cursor:
             cursor.execute(sql, params + [value for _, value in conditions])
 
 
-def _update_sql(model, key_field, fields: list, rows: int, conditions: list[str]) -> str:
+def _update_sql(model, key_field, fields: list, source: str, conditions: list[str]) -> str:
     quote = connection.ops.quote_name
-    # PostgreSQL types a VALUES list's columns from its literals (text, for a JSON or a
-    # date): each is cast to its column's type. SQLite applies the column's affinity.
-    cast = connection.vendor == "postgresql"
     assignments = ", ".join(
-        f"{quote(f.column)} = "
-        + (f"CAST(v.column{i} AS {f.db_type(connection)})" if cast else f"v.column{i}")
-        for i, f in enumerate(fields, start=2)
+        f"{quote(f.column)} = v.column{i}" for i, f in enumerate(fields, start=2)
     )
-    row = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
     table = quote(model._meta.db_table)
     where = [f"{table}.{quote(key_field.column)} = v.column1"]
     where += [f"{table}.{quote(model._meta.get_field(name).column)} = %s" for name in conditions]
     # Names come from the model (quoted), values are all parameters.
-    return (
-        f"UPDATE {table} SET {assignments} FROM (VALUES {', '.join([row] * rows)}) AS v"  # noqa: S608
-        f" WHERE {' AND '.join(where)}"
-    )
+    return f"UPDATE {table} SET {assignments} FROM {source} WHERE {' AND '.join(where)}"  # noqa: S608
+
+
+def _source(fields: list, value_rows: list[list]) -> tuple[str, list]:
+    """A table ``v(column1, column2, ...)`` of ``value_rows`` (one value per field each)
+    for a FROM clause, and its parameters: a VALUES list, or on PostgreSQL, once it
+    has more values than psycopg caches the parsing of, one typed array per column
+    ``UNNEST``-ed (as Django's own ``bulk_create`` does): parsing a statement of a
+    placeholder per value again for each batch was ~40 % of the writer's CPU
+    (docs/benchmarks.md, round 14). PostgreSQL types a VALUES list's columns from its
+    literals (text, for a JSON or a date): each value is cast to its column's type."""
+    pg = connection.vendor == "postgresql"
+    if pg and len(value_rows) * len(fields) > PSYCOPG_CACHED_PARAMS:
+        names = ", ".join(f"column{i}" for i in range(1, len(fields) + 1))
+        arrays = ", ".join(f"(%s)::{_sql_type(f)}[]" for f in fields)
+        return f"UNNEST({arrays}) AS v({names})", [list(c) for c in zip(*value_rows, strict=True)]
+    marks = [f"CAST(%s AS {_sql_type(f)})" if pg else "%s" for f in fields]
+    row = "(" + ", ".join(marks) + ")"
+    params = [value for values in value_rows for value in values]
+    return f"(VALUES {', '.join([row] * len(value_rows))}) AS v", params
+
+
+PSYCOPG_CACHED_PARAMS = 50  # psycopg's MAX_CACHED_STATEMENT_PARAMS
+_sql_types: dict = {}
+
+
+def _sql_type(field) -> str:
+    """``field``'s column type without its parameters, as Django's UNNEST does:
+    ``varchar``, not ``varchar(64)`` (a cast would truncate; the column itself checks)."""
+    found = _sql_types.get(field)
+    if found is None:
+        found = _sql_types[field] = field.db_type(connection).split("(")[0]
+    return found
 
 
 def select_rows(
@@ -141,10 +162,13 @@ def select_rows(
     with connection.cursor() as cursor:
         for start in range(0, len(values), MAX_QUERY_PARAMS):
             chunk = values[start : start + MAX_QUERY_PARAMS]
-            marks = ", ".join(["%s"] * len(chunk))
+            if connection.vendor == "postgresql":  # one array: a short, cached statement
+                matches, params = f"= ANY((%s)::{_sql_type(meta.get_field(column))}[])", [chunk]
+            else:
+                matches, params = f"IN ({', '.join(['%s'] * len(chunk))})", chunk
             # Names come from the model (quoted), values are all parameters.
-            sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {where} IN ({marks}){tail}"  # noqa: S608
-            rows += _fetch_all(cursor, sql, chunk, fields)
+            sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {where} {matches}{tail}"  # noqa: S608
+            rows += _fetch_all(cursor, sql, params, fields)
     attnames = [f.attname for f in fields]
     converters = [(i, conv, col) for i, f in enumerate(fields)
                   for conv, col in _converters(f, meta.db_table)]  # fmt: skip
@@ -195,11 +219,11 @@ def _values(obj, preps: list, db) -> list:
 
 
 def _insert_chunk(model, objs: list, columns: str, preps: list, db, returning: bool) -> None:
-    values = [value for obj in objs for value in _values(obj, preps, db)]
-    row = "(" + ", ".join(["%s"] * len(preps)) + ")"
     table = connection.ops.quote_name(model._meta.db_table)
+    fields = _plan_fields(model, preps)
+    source, values = _source(fields, [_values(obj, preps, db) for obj in objs])
     # Names come from the model (quoted), values are all parameters.
-    sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * len(objs))}"  # noqa: S608
+    sql = f"INSERT INTO {table} ({columns}) SELECT * FROM {source}"  # noqa: S608
     with connection.cursor() as cursor:
         if not returning:
             cursor.execute(sql, values)
@@ -213,6 +237,14 @@ def _insert_chunk(model, objs: list, columns: str, preps: list, db, returning: b
 
 
 _insert_plans: dict = {}
+_plan_fields_cache: dict = {}
+
+
+def _plan_fields(model, preps: list) -> list:
+    fields = _plan_fields_cache.get(model)
+    if fields is None:
+        fields = _plan_fields_cache[model] = [model._meta.get_field(a) for a, _ in preps]
+    return fields
 
 
 def _insert_plan(model):
