@@ -46,20 +46,20 @@ def _defaults(model) -> list:
 
 def insert_rows(model, objs: list, *, returning: bool = True) -> None:
     """``bulk_create`` for the writer's hot batches, at a fraction of its CPU: one
-    multi-row INSERT ... RETURNING id, each value prepared once by its field's own
-    database conversion (only for the fields that need one). ``objs`` are model
+    ``INSERT ... SELECT * FROM <the rows>`` (``_source``), each value prepared once by
+    its field's own database conversion (only for the fields that need one). ``objs`` are model
     instances or ``Row``s. Fills ``auto_now(_add)`` fields as ``save`` would, and sets
     ``obj.id`` unless ``returning`` is False (SQLite steps once per row returned, and
     each step releases the GIL: see ``_fetch_all``)."""
-    columns, preps = _insert_plan(model)
+    plan = _insert_plan(model)
     stamped = _stamped_fields(model)
     for obj in objs:
         for f in stamped:
             f.pre_save(obj, True)
-    per_statement = max(1, MAX_QUERY_PARAMS // len(preps))
+    per_statement = max(1, MAX_QUERY_PARAMS // len(plan[1]))
     db = connections[DEFAULT_DB_ALIAS]
     for start in range(0, len(objs), per_statement):
-        _insert_chunk(model, objs[start : start + per_statement], columns, preps, db, returning)
+        _insert_chunk(model, objs[start : start + per_statement], plan, db, returning)
 
 
 def update_rows(
@@ -75,7 +75,7 @@ def update_rows(
     value (``{"status": "pending"}``)."""
     if not objs:
         return
-    _, preps = _insert_plan(model)
+    _, preps, _ = _insert_plan(model)
     prep_of = dict(preps)
     fields = [model._meta.get_field(name) for name in names]
     plan = [(f.attname, prep_of[f.attname]) for f in fields]
@@ -218,9 +218,9 @@ def _values(obj, preps: list, db) -> list:
     ]
 
 
-def _insert_chunk(model, objs: list, columns: str, preps: list, db, returning: bool) -> None:
+def _insert_chunk(model, objs: list, plan: tuple, db, returning: bool) -> None:
+    columns, preps, fields = plan
     table = connection.ops.quote_name(model._meta.db_table)
-    fields = _plan_fields(model, preps)
     source, values = _source(fields, [_values(obj, preps, db) for obj in objs])
     # Names come from the model (quoted), values are all parameters.
     sql = f"INSERT INTO {table} ({columns}) SELECT * FROM {source}"  # noqa: S608
@@ -237,14 +237,6 @@ def _insert_chunk(model, objs: list, columns: str, preps: list, db, returning: b
 
 
 _insert_plans: dict = {}
-_plan_fields_cache: dict = {}
-
-
-def _plan_fields(model, preps: list) -> list:
-    fields = _plan_fields_cache.get(model)
-    if fields is None:
-        fields = _plan_fields_cache[model] = [model._meta.get_field(a) for a, _ in preps]
-    return fields
 
 
 def _insert_plan(model):
@@ -253,7 +245,7 @@ def _insert_plan(model):
         fields = [f for f in model._meta.concrete_fields if not f.primary_key]
         preps = [(f.attname, None if _stored_as_is(f) else f) for f in fields]
         columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-        plan = _insert_plans[(model, connection.vendor)] = (columns, preps)
+        plan = _insert_plans[(model, connection.vendor)] = (columns, preps, fields)
     return plan
 
 
