@@ -288,21 +288,31 @@ def apply_checkpoints(checkpoints: list[Checkpoint]) -> None:
     for those that have delivered tokens (each with its checkpoint's numbers; not one
     statement per call: a heartbeat of 2,000 long streams was 2,000 UPDATEs). Finished
     rows are never touched."""
-    pending = Activity.objects.filter(status=Activity.Status.PENDING)
-    alive = [c.request_id for c in checkpoints if c.endpoint_id is None]
-    if alive:
-        pending.filter(request_id__in=alive).update(heartbeat_at=max(c.at for c in checkpoints))
+    if not checkpoints:
+        return
+    pending = {"status": Activity.Status.PENDING}
+    # Through ``update_rows``, not ``filter(request_id__in=...)``: an IN list of each
+    # batch's own length is a new statement text every time (``lean_sql.padded_count``).
+    beat_at = max(c.at for c in checkpoints)
+    unserved = dict.fromkeys(c.request_id for c in checkpoints if c.endpoint_id is None)
+    alive = [_alive_row(request_id, beat_at) for request_id in unserved]
+    update_rows(Activity, alive, ("heartbeat_at",), key="request_id", only_if=pending)
     # The newest checkpoint of a call (a backlog may hold two beats of it): one source
     # row per target row, as the UPDATE ... FROM needs.
     newest = {c.request_id: c for c in checkpoints if c.endpoint_id is not None}
     served = [_checkpoint_row(c) for c in newest.values()]
-    update_rows(Activity, served, CHECKPOINT_FIELDS, key="request_id",
-                only_if={"status": Activity.Status.PENDING})  # fmt: skip
+    update_rows(Activity, served, CHECKPOINT_FIELDS, key="request_id", only_if=pending)
 
 
 CHECKPOINT_FIELDS = ("heartbeat_at", "endpoint_id", "provider_slug", "prompt_tokens",
                      "cached_tokens", "completion_tokens", "cost_usd", "prices",
                      "usage_estimated")  # fmt: skip
+
+
+def _alive_row(request_id: str, at) -> Row:
+    row = Row()
+    row.__dict__.update(request_id=request_id, heartbeat_at=at)
+    return row
 
 
 def _checkpoint_row(c: Checkpoint) -> Row:

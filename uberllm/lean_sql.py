@@ -56,7 +56,7 @@ def insert_rows(model, objs: list, *, returning: bool = True) -> None:
     for obj in objs:
         for f in stamped:
             f.pre_save(obj, True)
-    per_statement = max(1, MAX_QUERY_PARAMS // len(plan[1]))
+    per_statement = _rows_per_statement(len(plan[1]))
     db = connections[DEFAULT_DB_ALIAS]
     for start in range(0, len(objs), per_statement):
         _insert_chunk(model, objs[start : start + per_statement], plan, db, returning)
@@ -82,7 +82,7 @@ def update_rows(
     db = connections[DEFAULT_DB_ALIAS]
     key_field = model._meta.get_field(key)
     conditions = list((only_if or {}).items())
-    per_statement = max(1, (MAX_QUERY_PARAMS - len(conditions)) // (len(fields) + 1))
+    per_statement = _rows_per_statement(len(fields) + 1, reserved=len(conditions))
     for start in range(0, len(objs), per_statement):
         chunk = objs[start : start + per_statement]
         value_rows = [[getattr(obj, key_field.attname), *_values(obj, plan, db)] for obj in chunk]
@@ -120,7 +120,27 @@ def _source(fields: list, value_rows: list[list]) -> tuple[str, list]:
     marks = [f"CAST(%s AS {_sql_type(f)})" if pg else "%s" for f in fields]
     row = "(" + ", ".join(marks) + ")"
     params = [value for values in value_rows for value in values]
-    return f"(VALUES {', '.join([row] * len(value_rows))}) AS v", params
+    padding = padded_count(len(value_rows)) - len(value_rows)
+    params += [None] * (padding * len(fields))
+    return f"(VALUES {', '.join([row] * (len(value_rows) + padding))}) AS v", params
+
+
+def padded_count(n: int) -> int:
+    """``n`` rounded up to a power of two: the number of rows (or values) a statement
+    of ``n`` is written for, the rest NULLs that match nothing (an UPDATE's key, an
+    IN list) or are cut by ``LIMIT`` (an INSERT). A statement's text then takes one of
+    a dozen forms instead of one per batch size, and the driver's cache of prepared
+    statements stays small: the ``sqlite3`` module keeps the last 128 a connection
+    prepared, and 128 of a hundred rows each held ~50 MB per writer thread, memory
+    that ``tracemalloc`` does not see (docs/benchmarks.md, round 15)."""
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _rows_per_statement(columns: int, reserved: int = 0) -> int:
+    """The most rows of ``columns`` values one statement takes: a power of two, so a
+    padded chunk stays within ``MAX_QUERY_PARAMS``."""
+    most = max(1, (MAX_QUERY_PARAMS - reserved) // columns)
+    return 1 << (most.bit_length() - 1)
 
 
 PSYCOPG_CACHED_PARAMS = 50  # psycopg's MAX_CACHED_STATEMENT_PARAMS
@@ -160,12 +180,14 @@ def select_rows(
     tail = (f" ORDER BY {', '.join(order)}" if order else "") + lock
     rows = []
     with connection.cursor() as cursor:
-        for start in range(0, len(values), MAX_QUERY_PARAMS):
-            chunk = values[start : start + MAX_QUERY_PARAMS]
+        per_statement = _rows_per_statement(1)
+        for start in range(0, len(values), per_statement):
+            chunk = values[start : start + per_statement]
             if connection.vendor == "postgresql":  # one array: a short, cached statement
                 matches, params = f"= ANY((%s)::{_sql_type(meta.get_field(column))}[])", [chunk]
-            else:
-                matches, params = f"IN ({', '.join(['%s'] * len(chunk))})", chunk
+            else:  # padded with NULLs, which match nothing (``padded_count``)
+                params = chunk + [None] * (padded_count(len(chunk)) - len(chunk))
+                matches = f"IN ({', '.join(['%s'] * len(params))})"
             # Names come from the model (quoted), values are all parameters.
             sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {where} {matches}{tail}"  # noqa: S608
             rows += _fetch_all(cursor, sql, params, fields)
@@ -222,8 +244,10 @@ def _insert_chunk(model, objs: list, plan: tuple, db, returning: bool) -> None:
     columns, preps, fields = plan
     table = connection.ops.quote_name(model._meta.db_table)
     source, values = _source(fields, [_values(obj, preps, db) for obj in objs])
-    # Names come from the model (quoted), values are all parameters.
-    sql = f"INSERT INTO {table} ({columns}) SELECT * FROM {source}"  # noqa: S608
+    # Names come from the model (quoted), values are all parameters; LIMIT drops the
+    # padding rows (``padded_count``), which come last.
+    sql = f"INSERT INTO {table} ({columns}) SELECT * FROM {source} LIMIT %s"  # noqa: S608
+    values.append(len(objs))
     with connection.cursor() as cursor:
         if not returning:
             cursor.execute(sql, values)

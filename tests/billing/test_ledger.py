@@ -202,8 +202,10 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
 
     now = timezone.now()
     rows = {}
-    batched = [f"gen-batch-{n}" for n in range(1, 6)]
-    later = [f"gen-later-{n}" for n in range(1, 6)]
+    # Batches of one and of five calls (five rows, ten attempts: padded to eight and
+    # sixteen rows, lean_sql.padded_count).
+    batched = [f"gen-batch-{n}" for n in range(1, 7)]
+    later = [f"gen-later-{n}" for n in range(1, 7)]
     for request_id in ("gen-orm", *batched, *later):
         rows[request_id] = OpenRow(request_id, tenant.organisation.id, tenant.api_key.id,
                                    TEST_MODEL, True, now)  # fmt: skip
@@ -236,7 +238,7 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
     assert orm["list_cost_usd"] is not None and orm["prices"] == {"input": "0.27", "output": "1.1"}
     for request_id in (*batched, *later):
         assert stored(request_id) == orm, request_id
-    assert Activity.objects.filter(created_at=now).count() == 11  # the same instant, exactly
+    assert Activity.objects.filter(created_at=now).count() == 13  # the same instant, exactly
 
 
 @pytest.mark.django_db
@@ -260,7 +262,8 @@ def test_the_lean_select_reads_what_the_orm_reads(tenant, market):
     names = ("request_id", "status", "model_slug", "prices", "cost_usd", "created_at",
              "reference_prices", "list_cost_usd")  # fmt: skip
     with transaction.atomic():
-        lean = select_rows(Activity, "request_id", [*ids, "gen-none"], names, for_update=True)
+        asked = [*ids, "gen-none", "gen-nope"]  # five: padded with NULLs to eight
+        lean = select_rows(Activity, "request_id", asked, names, for_update=True)
     orm = list(Activity.objects.filter(request_id__in=ids))
     assert [a.request_id for a in lean] == [a.request_id for a in orm] == ids[::-1]
     for got, want in zip(lean, orm, strict=True):
@@ -306,6 +309,44 @@ def test_finishing_a_batch_of_streams_is_the_same_statements_for_any_size(tenant
     assert small == large
     assert not any(many for _, many in large)
     assert [verb for verb, _ in large].count("UPDATE") == 1
+
+
+@pytest.mark.django_db
+def test_the_writer_prepares_a_few_statements_whatever_its_batch_sizes(tenant, market):
+    """Batches of every size from 1 to 40 calls (opened, heartbeats of unserved and of
+    served streams, finished) run a handful of statement texts, not one per size: the
+    database driver keeps a connection's last 128 prepared statements, and a hundred
+    rows' statement each held ~50 MB per writer thread that no Python tool sees
+    (docs/benchmarks.md, round 15). The rows are written as asked all the same."""
+    from django.db import connection
+
+    from billing.ledger import Checkpoint, OpenRow, ledger_write
+
+    texts: set[str] = set()
+
+    def record(execute, sql, params, many, context):
+        texts.add(sql)
+        return execute(sql, params, many, context)
+
+    now = timezone.now()
+    sizes = range(1, 41)
+    with connection.execute_wrapper(record):
+        for size in sizes:
+            rows = [OpenRow(f"gen-few-{size}-{n}", tenant.organisation.id, tenant.api_key.id,
+                            TEST_MODEL, True, now) for n in range(size)]  # fmt: skip
+            ledger_write([(row, None) for row in rows])
+            ledger_write([(row, Checkpoint(row.request_id, now)) for row in rows])
+            ledger_write([(row, Checkpoint(row.request_id, now, endpoint_id=market["alpha"].id,
+                                           provider_slug="alpha", completion_tokens=3))
+                          for row in rows])  # fmt: skip
+            ledger_write([(row, _result(row.request_id)) for row in rows])
+    done = Activity.objects.filter(request_id__startswith="gen-few-")
+    assert done.filter(status="success", completion_tokens=5).count() == sum(sizes)
+    assert Attempt.objects.filter(activity__in=done).count() == 2 * sum(sizes)
+    # A statement's text per power of two of rows (1 to 64: seven) and kind (opening,
+    # two heartbeats, the finishing SELECT, UPDATE and attempts' INSERT), and a few
+    # fixed ones; one text per size would be 40 per kind.
+    assert len(texts) <= 7 * 6 + 10, len(texts)
 
 
 def _orphan_batch(tenant, market):
