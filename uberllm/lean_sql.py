@@ -86,7 +86,7 @@ def update_rows(
     for start in range(0, len(objs), per_statement):
         chunk = objs[start : start + per_statement]
         value_rows = [[getattr(obj, key_field.attname), *_values(obj, plan, db)] for obj in chunk]
-        source, params = _source([key_field, *fields], value_rows)
+        source, params = _source([key_field, *fields], value_rows, others=len(conditions))
         sql = _update_sql(model, key_field, fields, source, [name for name, _ in conditions])
         with connection.cursor() as cursor:
             cursor.execute(sql, params + [value for _, value in conditions])
@@ -104,23 +104,26 @@ def _update_sql(model, key_field, fields: list, source: str, conditions: list[st
     return f"UPDATE {table} SET {assignments} FROM {source} WHERE {' AND '.join(where)}"  # noqa: S608
 
 
-def _source(fields: list, value_rows: list[list]) -> tuple[str, list]:
+def _source(fields: list, value_rows: list[list], *, others: int = 0) -> tuple[str, list]:
     """A table ``v(column1, column2, ...)`` of ``value_rows`` (one value per field each)
     for a FROM clause, and its parameters: a VALUES list, or on PostgreSQL, once it
     has more values than psycopg caches the parsing of, one typed array per column
     ``UNNEST``-ed (as Django's own ``bulk_create`` does): parsing a statement of a
     placeholder per value again for each batch was ~40 % of the writer's CPU
     (docs/benchmarks.md, round 14). PostgreSQL types a VALUES list's columns from its
-    literals (text, for a JSON or a date): each value is cast to its column's type."""
+    literals (text, for a JSON or a date): each value is cast to its column's type.
+    ``others``: the statement's parameters besides these (its conditions, a LIMIT),
+    counted against that cache's limit with the padding rows."""
     pg = connection.vendor == "postgresql"
-    if pg and len(value_rows) * len(fields) > PSYCOPG_CACHED_PARAMS:
+    padded = padded_count(len(value_rows))
+    if pg and padded * len(fields) + others > PSYCOPG_CACHED_PARAMS:
         names = ", ".join(f"column{i}" for i in range(1, len(fields) + 1))
         arrays = ", ".join(f"(%s)::{_sql_type(f)}[]" for f in fields)
         return f"UNNEST({arrays}) AS v({names})", [list(c) for c in zip(*value_rows, strict=True)]
     marks = [f"CAST(%s AS {_sql_type(f)})" if pg else "%s" for f in fields]
     row = "(" + ", ".join(marks) + ")"
     params = [value for values in value_rows for value in values]
-    padding = padded_count(len(value_rows)) - len(value_rows)
+    padding = padded - len(value_rows)
     params += [None] * (padding * len(fields))
     return f"(VALUES {', '.join([row] * (len(value_rows) + padding))}) AS v", params
 
@@ -243,7 +246,7 @@ def _values(obj, preps: list, db) -> list:
 def _insert_chunk(model, objs: list, plan: tuple, db, returning: bool) -> None:
     columns, preps, fields = plan
     table = connection.ops.quote_name(model._meta.db_table)
-    source, values = _source(fields, [_values(obj, preps, db) for obj in objs])
+    source, values = _source(fields, [_values(obj, preps, db) for obj in objs], others=1)
     # Names come from the model (quoted), values are all parameters; LIMIT drops the
     # padding rows (``padded_count``), which come last.
     sql = f"INSERT INTO {table} ({columns}) SELECT * FROM {source} LIMIT %s"  # noqa: S608

@@ -326,6 +326,8 @@ def test_the_writer_prepares_a_few_statements_whatever_its_batch_sizes(tenant, m
 
     def record(execute, sql, params, many, context):
         texts.add(sql)
+        # PostgreSQL: padding never takes a statement past what psycopg caches the parse of
+        assert connection.vendor != "postgresql" or len(params or ()) <= 50, sql[:80]
         return execute(sql, params, many, context)
 
     now = timezone.now()
