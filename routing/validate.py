@@ -264,4 +264,8 @@ def check_stream_options(body: dict[str, Any], stream: bool) -> bool:
         raise bad("'stream_options' must be an object.", "stream_options")
     if not stream:
         raise bad("'stream_options' is only allowed when 'stream' is true.", "stream_options")
-    return options.get("include_usage") is True
+    include_usage = options.get("include_usage")
+    if include_usage is not None and not isinstance(include_usage, bool):
+        raise bad("'stream_options.include_usage' must be a boolean.",
+                  "stream_options.include_usage")  # fmt: skip
+    return include_usage is True

@@ -41,6 +41,8 @@ MALFORMED = [
      body(max_tokens=5, max_completion_tokens=5), "max_tokens"),
     ("stream_options without stream",
      body(stream_options={"include_usage": True}), "stream_options"),
+    ("include_usage not a boolean",
+     body(stream=True, stream_options={"include_usage": "yes"}), "stream_options.include_usage"),
     ("function tool without a name",
      body(tools=[{"type": "function", "function": {"parameters": {}}}]),
      "tools[0].function.name"),
