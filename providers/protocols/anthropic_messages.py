@@ -300,7 +300,10 @@ def to_chat_body(request: Any) -> dict[str, Any]:
 
 
 def count_text(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """The chat messages a token count is made on (system, messages, tool definitions)."""
+    """The chat messages a token count is made on (system, messages, tool definitions);
+    ProtocolError(400) if malformed (count_tokens takes no ``max_tokens``)."""
+    if not isinstance(request, dict):
+        raise _bad("The request body must be a JSON object.")
     body = to_chat_body({**request, "max_tokens": 1})
     tools = body.get("tools")
     extra = [{"role": "system", "content": orjson.dumps(tools).decode()}] if tools else []

@@ -224,3 +224,16 @@ def test_a_field_of_the_wrong_type_is_a_400(gateway, tenant, emulator, path, fie
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error"
     assert words in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("path", ["/messages", "/messages/count_tokens"])
+@pytest.mark.parametrize("raw", [b"[]", b"null", b'"x"', b"5"])
+def test_a_body_that_is_not_an_object_is_a_400(gateway, tenant, path, raw):
+    """count_tokens answered these with a 500 (it spread the body into a dict before
+    checking it): found by fuzzing."""
+    response = httpx.post(f"{gateway.api_url}{path}", content=raw, headers={
+        "x-api-key": tenant.key, "content-type": "application/json"})  # fmt: skip
+    assert response.status_code == 400
+    error = response.json()
+    assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+    assert "must be a JSON object" in error["error"]["message"]
