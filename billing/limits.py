@@ -140,7 +140,8 @@ def reserved_prompt_tokens(estimate: int) -> int:
 
 
 class QuotaRefused(Exception):
-    """The request is over a limit: HTTP ``status`` (402 or 429) with ``message``."""
+    """The request is over a limit: HTTP ``status`` (402, 429, or 413 for a prompt larger
+    than the key's tokens per minute) with ``message``."""
 
     def __init__(self, status: int, message: str, code: str, retry_after_s: int | None = None):
         super().__init__(message)
@@ -221,10 +222,20 @@ async def admit(principal, request_id: str, *, worst_usd: Decimal, tokens: int) 
     (``tokens``: its prompt estimate) against the key's rate limits, atomically; None
     (and no store call) when neither the key nor its organisation has a limit.
 
-    Raises QuotaRefused (402/429) or QuotaUnavailable. A cancellation while waiting
+    Raises QuotaRefused (402/429/413) or QuotaUnavailable. A cancellation while waiting
     leaves nothing held: the admission finishes in the background and is released."""
     if not principal.has_quota:
         return None
+    tpm = principal.rate_limit_tpm
+    if tpm is not None and tokens > tpm:
+        # Never admissible, whatever the wait: a 429 with Retry-After would have the SDKs
+        # retry it for ever (found by fuzzing). Not retryable, and says what to change.
+        raise QuotaRefused(
+            413, f"Request too large for this API key: its prompt is about {tokens} tokens "
+            f"and the key allows {tpm} tokens per minute, so it can never be admitted. "
+            "Shorten the prompt, or ask an owner to raise the key's limit on the dashboard.",
+            "request_too_large",
+        )  # fmt: skip
     ticket = Ticket(
         request_id=request_id, budgets=budgets_for(principal), reserved_nano=nano(worst_usd),
         rates=rates_for(principal), tokens=tokens,

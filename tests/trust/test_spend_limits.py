@@ -181,12 +181,31 @@ def test_requests_per_minute_answer_429_with_retry_after(gateway, tenant):
 
 
 def test_tokens_per_minute_answer_429(gateway, tenant):
-    _set(tenant.api_key, rate_limit_tpm=30)
+    _set(tenant.api_key, rate_limit_tpm=300)
     _not_at_a_minute_edge()
     long_prompt = [{"role": "user", "content": "word " * 200}]  # ~200 tokens
-    reply = _post(gateway, tenant.key, messages=long_prompt)
+    assert _post(gateway, tenant.key, messages=long_prompt).status_code == 200
+    reply = _post(gateway, tenant.key, messages=long_prompt)  # ~400 this minute
     assert reply.status_code == 429 and "tokens per minute" in reply.json()["error"]["message"]
     assert int(reply.headers["retry-after"]) >= 1
+
+
+def test_a_prompt_above_the_tokens_per_minute_is_a_413_without_retry_after(gateway, tenant):
+    """It can never be admitted: a 429 with Retry-After had the SDKs retry it for ever
+    (found by fuzzing). Both APIs, each in its own error shape; nothing reaches a provider."""
+    _set(tenant.api_key, rate_limit_tpm=30)
+    long_prompt = [{"role": "user", "content": "word " * 200}]  # ~200 tokens
+    reply = _post(gateway, tenant.key, messages=long_prompt)
+    assert reply.status_code == 413 and "retry-after" not in reply.headers
+    error = reply.json()["error"]
+    assert error["code"] == "request_too_large" and "30 tokens per minute" in error["message"]
+    messages = httpx.post(
+        f"{gateway.api_url}/messages", headers={"x-api-key": tenant.key}, timeout=30,
+        json={"model": TEST_MODEL, "max_tokens": 5, "messages": long_prompt},
+    )  # fmt: skip
+    assert messages.status_code == 413 and "retry-after" not in messages.headers
+    assert messages.json()["error"]["type"] == "request_too_large"
+    assert not Activity.objects.filter(organisation=tenant.organisation).exists()
 
 
 def test_concurrent_calls_over_the_limit_answer_429(gateway, tenant, emulator):
