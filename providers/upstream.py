@@ -27,6 +27,7 @@ import aiohttp
 from django.conf import settings
 
 from . import protocols
+from .redact import redact
 
 _sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
 DONE = b"[DONE]"
@@ -97,8 +98,10 @@ def _headers(call: UpstreamCall) -> dict[str, str]:
     return protocols.upstream_headers(call.protocol, call.authorization)
 
 
-def _error_message(body: bytes, status: int) -> str:
-    text = body[:500].decode("utf-8", "replace").strip()
+def _error_message(body: bytes, status: int, authorization: str | None) -> str:
+    """What the customer and the ledger see of a refusal: the start of the provider's
+    error body, without the credential (a provider may echo it: providers/redact.py)."""
+    text = redact(body[:500].decode("utf-8", "replace").strip(), authorization)
     return f"upstream HTTP {status}: {text}" if text else f"upstream HTTP {status}"
 
 
@@ -337,7 +340,8 @@ async def open_stream(call: UpstreamCall) -> UpstreamStream:
             body = b""
         finally:
             response.close()
-        raise UpstreamError("http", _error_message(body, response.status), response.status)
+        message = _error_message(body, response.status, call.authorization)
+        raise UpstreamError("http", message, response.status)
     return UpstreamStream(response, protocols.upstream_reader(call.protocol))
 
 

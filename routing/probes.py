@@ -31,6 +31,7 @@ from django.utils import timezone
 from billing.pricing import call_cost
 from billing.selectors import spend_by_model_bucket
 from providers import protocols
+from providers.redact import redact
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
 from uberllm import metrics
 from uberllm.aio import db_call, drain_background
@@ -215,7 +216,7 @@ async def _time_first_token(target: ProbeTarget) -> float:
         while (data := await stream.next_data()) is not None and data != "[DONE]":
             chunk = orjson.loads(data)
             if chunk.get("error"):
-                raise UpstreamError("http", str(chunk["error"]), 502)
+                raise UpstreamError("http", redact(str(chunk["error"]), route.authorization), 502)
             if _has_token(chunk):
                 return time.perf_counter() - started
         raise UpstreamError("protocol", "stream ended before the first token")

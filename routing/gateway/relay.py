@@ -12,6 +12,7 @@ import orjson
 
 from billing.ledger import AttemptResult
 from billing.pricing import call_cost
+from providers.redact import redact
 from providers.upstream import UpstreamError, UpstreamStream
 
 from ..catalog import EndpointRoute
@@ -194,7 +195,8 @@ class ChunkRewriter:
             return None
         if chunk.get("error"):
             error = chunk["error"]
-            self.upstream_error = str(error.get("message") if isinstance(error, dict) else error)
+            message = str(error.get("message") if isinstance(error, dict) else error)
+            self.upstream_error = redact(message, self.route.authorization)
             return None
         if not self._track(chunk.get("choices") or []):
             self.upstream_error = "upstream sent a malformed chunk"

@@ -4,24 +4,35 @@ an attacker controls), for the credential and egress tests."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+Reply = tuple[int, str, bytes]  # status, content type, body
 
 
 class RecordingServer:
-    """Answers every request with ``status`` and a small JSON body; keeps the headers."""
+    """Answers every request with ``status`` and a small JSON body (or what ``reply``
+    makes of the request's headers); keeps the headers."""
 
-    def __init__(self, status: int = 500, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        status: int = 500,
+        host: str = "127.0.0.1",
+        reply: Callable[[dict[str, str]], Reply] | None = None,
+    ) -> None:
         self.requests: list[dict[str, str]] = []
         owner = self
+        default: Reply = (status, "application/json", b'{"error": {"message": "recorded"}}')
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 self.rfile.read(length)
-                owner.requests.append({k.lower(): v for k, v in self.headers.items()})
-                body = b'{"error": {"message": "recorded"}}'
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                owner.requests.append(headers)
+                code, content_type, body = reply(headers) if reply else default
+                self.send_response(code)
+                self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

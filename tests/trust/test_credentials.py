@@ -7,12 +7,14 @@ import json
 import logging
 
 import httpx
+import openai
 import pytest
 from cryptography.fernet import Fernet
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 
+from billing.models import Activity
 from providers import credentials
 from providers.credentials import authorization_for, origin_of
 from providers.models import Endpoint
@@ -24,7 +26,7 @@ from providers.services import (
 )
 from routing.catalog import catalog_cache, load_catalog
 
-from ..support import TEST_MODEL, catalog_for_tests
+from ..support import TEST_MODEL, catalog_for_tests, wait_finished_rows
 from .loopback import RecordingServer
 
 SECRET = "sk-prov-0123456789-very-secret"
@@ -308,3 +310,46 @@ def test_no_log_record_carries_the_credential(keys, client, emulator, market, ca
     assert len(caplog.records) > 10
     assert SECRET not in caplog.text
     assert all(SECRET not in repr(record.__dict__) for record in caplog.records)
+
+
+def _echoing_key(headers: dict[str, str]) -> tuple[int, str, bytes]:
+    """A careless provider: its 401 quotes the key it was sent, whole."""
+    sent = headers.get("authorization", "")
+    return (
+        401,
+        "application/json",
+        json.dumps(
+            {"error": {"message": f"Incorrect API key provided: {sent}. Check it."}}
+        ).encode(),
+    )
+
+
+def _echoing_key_in_stream(headers: dict[str, str]) -> tuple[int, str, bytes]:
+    """The same, as an error event inside a 200 stream."""
+    error = {"error": {"message": f"key {headers.get('authorization', '')} is suspended"}}
+    return 200, "text/event-stream", b"data: " + json.dumps(error).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("reply", [_echoing_key, _echoing_key_in_stream])
+def test_a_provider_echoing_the_credential_never_hands_it_to_the_customer(
+    keys, client, market, tenant, reply
+):
+    """The provider's error text reaches the customer's error and the ledger, without the
+    operator's key (found by fuzzing: it was passed on verbatim)."""
+    alpha = market["alpha"]
+    with RecordingServer(reply=reply) as provider:
+        Endpoint.objects.filter(pk=alpha.pk).update(base_url=f"{provider.base_url}/v1")
+        alpha.refresh_from_db()
+        endpoint_set_credential(endpoint=alpha, secret=SECRET)
+        Endpoint.objects.exclude(pk=alpha.pk).update(enabled=False)
+        catalog_cache.invalidate()
+        with pytest.raises(openai.APIStatusError) as failure:
+            client.chat.completions.create(model=TEST_MODEL, messages=MESSAGES)
+    assert provider.requests[0]["authorization"] == f"Bearer {SECRET}"  # it was sent
+    shown = failure.value.response.text
+    assert "upstream" in shown and "[redacted]" in shown and SECRET not in shown
+    wait_finished_rows(1)
+    row = Activity.objects.get(organisation=tenant.organisation)
+    stored = [row.error_message, *row.attempts.values_list("error_message", flat=True)]
+    assert any("[redacted]" in text for text in stored)
+    assert all(SECRET not in text for text in stored)
