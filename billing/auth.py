@@ -212,8 +212,9 @@ async def _read_and_store(prefix: str) -> KeyPrincipal | None:
 
 
 async def authenticate(authorization: str | None) -> KeyPrincipal | None:
-    """Return the principal for a valid, unrevoked ``Bearer`` key, else None."""
-    if not authorization or not authorization.startswith("Bearer "):
+    """Return the principal for a valid, unrevoked ``Bearer`` key, else None (the scheme
+    is case-insensitive, RFC 9110 11.1: ``bearer <key>`` is the same key)."""
+    if not authorization or authorization[:7].lower() != "bearer ":
         return None
     parsed = parse_key(authorization[7:].strip())
     if parsed is None:

@@ -78,6 +78,16 @@ def test_bad_keys_get_401(gateway, emulator, market, authorization):
     assert emulator.log() == []
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER"])
+def test_the_auth_scheme_is_case_insensitive(gateway, tenant, emulator, scheme):
+    """RFC 9110 11.1: ``bearer <key>`` was a 401 (found by fuzzing)."""
+    response = httpx.post(
+        f"{gateway.api_url}/chat/completions", headers={"Authorization": f"{scheme} {tenant.key}"},
+        json={"model": TEST_MODEL, "messages": OK_MESSAGES}, timeout=10,
+    )  # fmt: skip
+    assert response.status_code == 200
+
+
 def test_wrong_secret_with_real_prefix_gets_401(gateway, tenant, emulator):
     forged = tenant.key[:-4] + ("AAAA" if not tenant.key.endswith("AAAA") else "BBBB")
     response = _post(gateway, forged, json={"model": TEST_MODEL, "messages": OK_MESSAGES})
