@@ -183,7 +183,7 @@ def _messages(messages: Any) -> list[dict[str, Any]]:
             raise _bad(f"{param}.role must be one of {', '.join(ROLES)}.", f"{param}.role")
         blocks = _blocks(message.get("content"), f"{param}.content")
         if message["role"] == "system":  # mid-conversation system (a Claude Code beta)
-            out += _system(blocks)
+            out += _system(blocks, f"{param}.content")
         elif message["role"] == "user":
             out += _user_messages(blocks)
         else:
@@ -191,14 +191,21 @@ def _messages(messages: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _system(system: Any) -> list[dict[str, Any]]:
+def _system(system: Any, param: str = "system") -> list[dict[str, Any]]:
+    """A system prompt: a string or text blocks (Anthropic refuses any other block there,
+    and so does this, naming the block: it was dropped, or refused under its chat name)."""
     if system is None or system == "" or system == []:
         return []
     if isinstance(system, str):
         return [{"role": "system", "content": system}]
     if not isinstance(system, list):
-        raise _bad("system: must be a string or an array of text blocks.", "system")
-    parts = [_text_part(b) for b in system if isinstance(b, dict) and b.get("type") == "text"]
+        raise _bad(f"{param}: must be a string or an array of text blocks.", param)
+    for index, block in enumerate(system):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise _bad(f"{param}[{index}]: must be a text block.", f"{param}[{index}]")
+        if not isinstance(block.get("text"), str):
+            raise _bad(f"{param}[{index}].text: must be a string.", f"{param}[{index}].text")
+    parts = [_text_part(block) for block in system]
     return [{"role": "system", "content": parts}] if parts else []
 
 

@@ -215,6 +215,9 @@ _IMAGE_NOT_OBJECT = [{"role": "user", "content": [{"type": "image", "source": "x
     ("metadata", "user-1", "metadata"),
     ("messages", _THINKING_NOT_TEXT, "messages[1].content[0].thinking"),
     ("messages", _IMAGE_NOT_OBJECT, "messages[0].content[0].source"),
+    # round 16's fuzzing: refused under its chat name (messages[0]...), or dropped
+    ("system", [{"type": "text", "text": 5}], "system[0].text"),
+    ("system", [{"type": "image", "source": {"type": "url", "url": "x"}}], "system[0]"),
 ])  # fmt: skip
 def test_a_field_of_the_wrong_type_is_a_400(gateway, tenant, emulator, path, field, value, words):
     """Each was a 500 (a ``.get`` on a string, a join of a number): found by fuzzing."""
