@@ -39,8 +39,16 @@ class ChatRequest:
     fallback_models: tuple[str, ...] = ()  # OpenRouter ``models``, after ``model``
 
     def sent_parameters(self) -> frozenset[str]:
-        """Every top-level field sent (``provider.require_parameters`` filters on them)."""
-        return frozenset(k for k, v in self.body.items() if v is not None)
+        """Every top-level field that asks for something (``provider.require_parameters``
+        filters on them): not null, false or empty (``asks_for``)."""
+        return frozenset(k for k, v in self.body.items() if asks_for(v))
+
+
+def asks_for(value: Any) -> bool:
+    """Whether a field's value asks for a feature: ``logprobs: false`` or ``tools: []``
+    ask for none, as OpenAI and OpenRouter read them (filtering endpoints on them left a
+    client that always sends ``logprobs: false`` with no endpoint at all)."""
+    return value is not None and value is not False and value != [] and value != {}
 
 
 def _split_model(model: Any, param: str = "model") -> tuple[str, str | None]:
@@ -119,6 +127,6 @@ def chat_request_from(body: dict[str, Any]) -> ChatRequest:
         include_usage=include_usage,
         max_tokens=max_tokens,
         provider_options=provider,
-        required_parameters=frozenset(p for p in FILTERING_PARAMETERS if body.get(p) is not None),
+        required_parameters=frozenset(p for p in FILTERING_PARAMETERS if asks_for(body.get(p))),
         fallback_models=fallbacks,
     )

@@ -137,3 +137,14 @@ def test_valid_response_format_reaches_routing(gateway, tenant, emulator):
     response = _post(gateway, tenant.key, json=payload)
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "unsupported_parameters"
+
+
+@pytest.mark.parametrize("fields", [{"logprobs": False}, {"tools": []}, {"logprobs": None}])
+def test_a_feature_asked_off_does_not_filter_the_endpoints(gateway, tenant, emulator, fields):
+    """``logprobs: false`` was a 404 (no endpoint "supports" it): a client that always sends
+    it got nothing (found with the openai SDK). ``logprobs: true`` still filters."""
+    response = _post(gateway, tenant.key, json=body(**fields))
+    assert response.status_code == 200, response.text
+    asked = _post(gateway, tenant.key, json=body(logprobs=True))
+    assert asked.status_code == 404
+    assert asked.json()["error"]["code"] == "unsupported_parameters"
