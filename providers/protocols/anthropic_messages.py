@@ -41,6 +41,7 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "
 BLOCK_TYPES = ("text", "image", "tool_use", "tool_result", "thinking", "redacted_thinking",
                "document", "server_tool_use", "web_search_tool_result", "search_result",
                "container_upload")  # fmt: skip
+SERVER_TOOL_SUFFIXES = ("_tool_use", "_tool_result")
 # "system" inside messages: Claude Code's mid-conversation-system beta.
 ROLES = ("user", "assistant", "system")
 MAX_STOP_SEQUENCES = 4  # OpenAI's limit; more are cut
@@ -107,13 +108,21 @@ def _check_block(block: dict[str, Any], param: str) -> None:
                 raise _bad(f"{param}.source.{name} must be a string.", f"{param}.source.{name}")
 
 
+def _known_block(kind: Any) -> bool:
+    """A block type of Anthropic's API. Server-side tools' blocks (``mcp_tool_use``,
+    ``web_fetch_tool_result``, ``code_execution_tool_result``, ... : one family, named so,
+    and growing) are taken and dropped, as ``server_tool_use`` is: the tools ran at
+    Anthropic, a provider here can do nothing with them (found with the anthropic SDK)."""
+    return isinstance(kind, str) and (kind in BLOCK_TYPES or kind.endswith(SERVER_TOOL_SUFFIXES))
+
+
 def _blocks(content: Any, param: str) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if not isinstance(content, list):
         raise _bad(f"{param} must be a string or an array of content blocks.", param)
     for index, block in enumerate(content):
-        if not isinstance(block, dict) or block.get("type") not in BLOCK_TYPES:
+        if not isinstance(block, dict) or not _known_block(block.get("type")):
             raise _bad(f"{param}[{index}] is not a known content block.", f"{param}[{index}]")
         _check_block(block, f"{param}[{index}]")
     return content

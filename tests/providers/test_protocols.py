@@ -411,3 +411,28 @@ def test_tool_result_cache_breakpoint_reaches_anthropic_only():
     assert upstream["messages"][-1]["content"][0]["cache_control"] == {"type": "ephemeral"}
     sent = orjson.loads(protocols.upstream_body("openai_chat", body, None))
     assert sent["messages"][-1] == {"role": "tool", "tool_call_id": "t", "content": "1"}
+
+
+def test_server_tool_blocks_of_every_kind_are_taken_and_dropped():
+    """web_fetch, code execution and MCP blocks were a 400 "not a known content block"
+    (found with the anthropic SDK); they ran at Anthropic, as server_tool_use did."""
+    body = wire.to_chat_body(_request(messages=[
+        {"role": "user", "content": "fetch it"},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_fetch", "input": {}},
+            {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": {}},
+            {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "q", "server_name": "s",
+             "input": {}},
+            {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": []},
+            {"type": "code_execution_tool_result", "tool_use_id": "x", "content": {}},
+            {"type": "text", "text": "done"},
+        ]},
+        {"role": "user", "content": "more"},
+    ]))  # fmt: skip
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "fetch it"}]},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": [{"type": "text", "text": "more"}]},
+    ]
+    with pytest.raises(ProtocolError):  # a type outside the family is still refused
+        wire.to_chat_body(_request(messages=[{"role": "user", "content": [{"type": "toolz"}]}]))
