@@ -23,6 +23,9 @@ _TYPES = {
 }
 
 
+OVERLOADED = "upstream_overloaded"  # the code when every attempt's provider said 503/529
+
+
 class GatewayError(Exception):
     """An error answered to the client in the OpenAI error shape."""
 

@@ -43,7 +43,7 @@ from ..core.session import (
     SwitchModel,
 )  # fmt: skip
 from ..core.timeouts import first_token_timeout_s
-from ..errors import GatewayError
+from ..errors import OVERLOADED, GatewayError
 from .accept import Accepted
 from .assemble import CompletionAssembler
 from .finish import Outcome, finish
@@ -67,16 +67,21 @@ def final_error(error: UpstreamError | None, attempts: int) -> GatewayError:
     """The customer's error once every attempt failed: the last upstream error."""
     if error is None:
         return GatewayError(503, "No endpoint could be tried.", code="no_endpoint")
+    code, retry_after_s = "upstream_error", None
     if error.kind == "timeout":
         status = 504
     elif error.status in (400, 413, 422):
         status = 400
     elif error.status == 429:
-        status = 429
+        status, retry_after_s = 429, 1
+    elif error.status in (503, 529):
+        # Overloaded, not broken: a 503 the SDKs retry (the Messages API answers 529
+        # overloaded_error, as Anthropic does), with a hint when to.
+        status, code, retry_after_s = 503, OVERLOADED, 1
     else:
         status = 502
     message = f"All {attempts} upstream attempt(s) failed; last: {error.message}"
-    return GatewayError(status, message, code="upstream_error")
+    return GatewayError(status, message, code=code, retry_after_s=retry_after_s)
 
 
 async def _first_token(attempt: LiveAttempt) -> None:

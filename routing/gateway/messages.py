@@ -28,7 +28,7 @@ from providers.protocols import openai_chat
 from providers.protocols.types import ProtocolError
 
 from ..catalog import catalog_cache
-from ..errors import GatewayError
+from ..errors import OVERLOADED, GatewayError
 from ..memory import memory
 from ..request import ChatRequest, chat_request_from
 from .accept import Accepted, accept_chat
@@ -111,8 +111,10 @@ class MessagesResponder(Responder):
         await Responder.json(self, status, body, request_id, extra)
 
     async def error(self, error: GatewayError, request_id: str | None = None) -> None:
-        body = orjson.dumps(wire.error_body(error.status, error.message))
-        await Responder.json(self, error.status, body, request_id, error.headers())
+        # Every provider overloaded: Anthropic's own answer, 529 overloaded_error.
+        status = 529 if error.code == OVERLOADED else error.status
+        body = orjson.dumps(wire.error_body(status, error.message))
+        await Responder.json(self, status, body, request_id, error.headers())
 
 
 def _protocol_error(exc: ProtocolError) -> GatewayError:

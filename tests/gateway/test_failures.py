@@ -48,19 +48,27 @@ def test_every_attempt_fails_returns_last_error_and_costs_nothing(gateway, tenan
     for slug in ("alpha", "bravo", "charlie"):
         emulator.control(slug, status_override=503)
     status, events = _stream_events(gateway, tenant.key, BODY)
-    assert status == 502 and events == []
+    assert status == 503 and events == []  # overloaded, not broken: a 503 (it was 502)
     response = httpx.post(
         f"{gateway.api_url}/chat/completions", json=BODY,
         headers={"Authorization": f"Bearer {tenant.key}"},
     )  # fmt: skip
-    assert response.status_code == 502
+    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+    assert response.json()["error"]["code"] == "upstream_overloaded"
     assert "3 upstream attempt" in response.json()["error"]["message"]
+    # The Messages API answers it as Anthropic does (found with the anthropic SDK).
+    messages = httpx.post(
+        f"{gateway.api_url}/messages", headers={"x-api-key": tenant.key},
+        json={"model": TEST_MODEL, "max_tokens": 5, "messages": BODY["messages"]},
+    )  # fmt: skip
+    assert messages.status_code == 529
+    assert messages.json()["error"]["type"] == "overloaded_error"
     assert response.headers["x-generation-id"].startswith("gen-")  # the failed call's record
-    rows = wait_finished_rows(2)
-    assert len(rows) == 2
+    rows = wait_finished_rows(3)
+    assert len(rows) == 3
     assert all(r.status == "error" and r.cost_usd == 0 for r in rows)
     # When every endpoint is marked unusable they are still tried, as a last resort.
-    assert [r.attempt_count for r in rows] == [3, 3]
+    assert [r.attempt_count for r in rows] == [3, 3, 3]
 
 
 def test_cut_stream_ends_with_error_chunk_not_done(gateway, tenant, emulator):
