@@ -50,6 +50,7 @@ class CatalogModel:
     info: ModelInfo
     endpoints: tuple[EndpointRoute, ...]
     by_id: dict[int, EndpointRoute]
+    created: int = 0  # Unix seconds the model entered the catalog (OpenAI's ``created``)
 
 
 def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
@@ -100,8 +101,9 @@ def load_catalog() -> dict[str, CatalogModel]:
             list_price_cache_read=float(model.list_price_cache_read) or None,
         )
         catalog[slug] = CatalogModel(
-            info=info, endpoints=routes, by_id={r.endpoint_id: r for r in routes}
-        )
+            info=info, endpoints=routes, by_id={r.endpoint_id: r for r in routes},
+            created=int(model.created_at.timestamp()) if model.created_at else 0,
+        )  # fmt: skip
     return catalog
 
 

@@ -50,6 +50,7 @@ def _model_entry(slug: str, model) -> dict:
     return {
         "id": slug,
         "object": "model",
+        "created": model.created,  # required by OpenAI's Model (the SDK types it int)
         "owned_by": slug.split("/")[0],
         "context_length": max((r.info.context_length for r in model.endpoints), default=0),
         "supported_parameters": sorted(

@@ -1,5 +1,6 @@
 """The official openai client against the live gateway and the emulator over loopback."""
 
+import time
 from decimal import Decimal
 
 import httpx
@@ -102,6 +103,8 @@ def test_unknown_fields_pass_through(client, emulator):
 def test_models_endpoint_lists_endpoint_prices(client):
     listing = client.models.list()
     model = next(m for m in listing.data if m.id == TEST_MODEL)
+    # OpenAI's Model requires created (it was missing: None in the SDK; found with it)
+    assert isinstance(model.created, int) and abs(model.created - time.time()) < 3600
     endpoints = {e["provider"]: e for e in model.model_extra["endpoints"]}
     assert set(endpoints) == {"alpha", "bravo", "charlie"}
     assert endpoints["bravo"]["pricing"]["prompt"] == "0.200000"
