@@ -45,8 +45,12 @@ def _first_error(data) -> tuple[str, str | None, str]:
     return str(data), None, getattr(data, "code", None) or "error"
 
 
+# As the chat routes answer (routing/errors.py): a wrong method or media type is the
+# client's request error, a throttle a rate limit; only what is left is api_error.
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-               403: "permission_error", 404: "not_found_error"}  # fmt: skip
+               403: "permission_error", 404: "not_found_error", 405: "invalid_request_error",
+               406: "invalid_request_error", 415: "invalid_request_error",
+               429: "rate_limit_error"}  # fmt: skip
 
 
 def openai_exception_handler(exc, context):

@@ -51,6 +51,7 @@ class CatalogModel:
     endpoints: tuple[EndpointRoute, ...]
     by_id: dict[int, EndpointRoute]
     created: int = 0  # Unix seconds the model entered the catalog (OpenAI's ``created``)
+    name: str = ""  # the display name (Anthropic's ``display_name``)
 
 
 def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
@@ -103,6 +104,7 @@ def load_catalog() -> dict[str, CatalogModel]:
         catalog[slug] = CatalogModel(
             info=info, endpoints=routes, by_id={r.endpoint_id: r for r in routes},
             created=int(model.created_at.timestamp()) if model.created_at else 0,
+            name=model.name or slug,
         )  # fmt: skip
     return catalog
 

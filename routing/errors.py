@@ -78,3 +78,14 @@ class GatewayError(Exception):
 
 def error_response(status: int, message: str, *, code: str | None = None) -> HttpResponse:
     return GatewayError(status, message, code=code).response()
+
+
+READ_METHODS = ("GET", "HEAD")
+
+
+def unless_read(request) -> HttpResponse | None:
+    """The JSON 405 for a read route asked with another method, else None. HEAD is a GET
+    whose body the server drops (uvicorn does), as Django's class views allow it."""
+    if request.method in READ_METHODS:
+        return None
+    return GatewayError(405, "Use GET.", allow=", ".join(READ_METHODS)).response()

@@ -11,12 +11,12 @@ from billing.auth import authenticate
 from billing.selectors import api_key_month_spend
 from uberllm.aio import db_call
 
-from .errors import GatewayError
+from .errors import GatewayError, unless_read
 
 
 async def current_key(request: HttpRequest) -> HttpResponse:
-    if request.method != "GET":
-        return GatewayError(405, "Use GET.", allow="GET").response()
+    if (refused := unless_read(request)) is not None:
+        return refused
     principal = await authenticate(request.headers.get("Authorization"))
     if principal is None:
         return GatewayError(401, "Missing, invalid or revoked API key.",

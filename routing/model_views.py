@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from .errors import GatewayError
+from .errors import GatewayError, unless_read
 from .selectors import model_endpoints_payload, model_payload
 
 
@@ -22,8 +22,8 @@ async def model_endpoints(request: HttpRequest, slug: str) -> HttpResponse:
 async def _one_model(
     request: HttpRequest, slug: str, read: Callable[[str], Awaitable[dict | None]]
 ) -> HttpResponse:
-    if request.method != "GET":
-        return GatewayError(405, "Use GET.", allow="GET").response()
+    if (refused := unless_read(request)) is not None:
+        return refused
     payload = await read(slug)
     if payload is None:
         return GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found").response()

@@ -202,11 +202,15 @@ ENDPOINT = {
 }
 MODEL = {
     "type": "object",
-    "required": ["id", "object"],
+    "required": ["id", "object", "created", "owned_by", "type", "display_name", "created_at"],
     "properties": {
         "id": {"type": "string"},
         "object": {"type": "string", "enum": ["model"]},
+        "created": {"type": "integer", "description": "Unix seconds (OpenAI)"},
         "owned_by": {"type": "string"},
+        "type": {"type": "string", "enum": ["model"], "description": "Anthropic's ModelInfo"},
+        "display_name": {"type": "string"},
+        "created_at": {"type": "string", "format": "date-time"},
         "context_length": {"type": "integer"},
         "supported_parameters": {"type": "array", "items": {"type": "string"}},
         "pricing": {"type": "object"},
@@ -290,8 +294,10 @@ LEAN_PATHS = {
          "properties": {"input_tokens": {"type": "integer"}}}, _MESSAGES_ERRORS,
     ),
     "/api/v1/models": _get("models_list", "The catalog", {
-        "type": "object", "required": ["data"], "properties": {
-            "object": {"type": "string"}, "data": {"type": "array", "items": _MODEL_REF}}}),
+        "type": "object", "required": ["data", "has_more"], "properties": {
+            "object": {"type": "string"}, "data": {"type": "array", "items": _MODEL_REF},
+            "has_more": {"type": "boolean"}, "first_id": {"type": "string", "nullable": True},
+            "last_id": {"type": "string", "nullable": True}}}),
     "/api/v1/key": {"get": {
         "operationId": "key_retrieve", "summary": "The calling key's limit and spend",
         "security": _SECURED,

@@ -82,7 +82,9 @@ def _models(body: dict) -> tuple[Any, tuple[str, ...]]:
         raise bad(f"'models' must be an array of 1 to {MAX_FALLBACK_MODELS} model ids.", "models")
     for index, item in enumerate(models):
         _split_model(item, f"models[{index}]")
-    model = body.get("model") or models[0]
+    model = body.get("model")
+    if model is None or model == "":  # absent: the list's first; any other value is checked
+        model = models[0]
     fallbacks = tuple(m for m in dict.fromkeys(models) if m != model)
     return model, fallbacks
 

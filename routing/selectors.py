@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from .catalog import catalog_cache
 
 
@@ -47,11 +49,16 @@ def _endpoints(model, *, live: bool = False) -> list[dict]:
 
 
 def _model_entry(slug: str, model) -> dict:
+    """One model, in OpenAI's shape and Anthropic's at once (each SDK reads its own
+    fields and ignores the others'), plus the catalog's context, parameters and prices."""
     return {
         "id": slug,
         "object": "model",
         "created": model.created,  # required by OpenAI's Model (the SDK types it int)
         "owned_by": slug.split("/")[0],
+        "type": "model",  # Anthropic's ModelInfo: type, display_name, created_at
+        "display_name": model.name or slug,
+        "created_at": _rfc3339(model.created),
         "context_length": max((r.info.context_length for r in model.endpoints), default=0),
         "supported_parameters": sorted(
             frozenset().union(*(r.info.supported_parameters for r in model.endpoints))
@@ -69,7 +76,14 @@ async def models_payload() -> dict:
     """``GET /api/v1/models``: OpenAI's list shape plus each endpoint's prices (USD / 1M)."""
     await catalog_cache.get("")
     data = [_model_entry(slug, m) for slug, m in sorted(catalog_cache.snapshot().items())]
-    return {"object": "list", "data": data}
+    # Anthropic's page fields beside OpenAI's: the whole catalog is one page.
+    first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+    return {"object": "list", "data": data, "has_more": False, "first_id": first,
+            "last_id": last}  # fmt: skip
+
+
+def _rfc3339(unix_seconds: int) -> str:
+    return datetime.fromtimestamp(unix_seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def model_payload(slug: str) -> dict | None:

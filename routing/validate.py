@@ -47,10 +47,16 @@ def check_ranges(body: dict[str, Any]) -> None:
             raise bad(f"'{name}' must be between {low:g} and {high:g}, got {value}.", name)
 
 
+MAX_JSON_INT = 2**64 - 1  # the largest integer orjson reads as one
+
+
 def check_int(body: dict[str, Any], name: str, low: int, high: int | None = None) -> int | None:
     value = body.get(name)
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer() and abs(value) > MAX_JSON_INT:
+        # orjson reads digits beyond 64 bits as a float: the client did send an integer.
+        raise bad(f"'{name}' is too large: at most {high or MAX_JSON_INT}.", name)
     if isinstance(value, bool) or not isinstance(value, int):
         raise bad(f"'{name}' must be an integer.", name)
     if value < low:

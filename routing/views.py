@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from .errors import GatewayError
+from .errors import GatewayError, unless_read
 
 
 async def models_list(request: HttpRequest) -> HttpResponse:
     """GET /api/v1/models: the catalog with every endpoint's prices (public, like OpenAI's)."""
     from .selectors import models_payload
 
-    if request.method != "GET":
-        return GatewayError(405, "Use GET.", allow="GET").response()
+    if (refused := unless_read(request)) is not None:
+        return refused
     return JsonResponse(await models_payload())
 
 

@@ -67,7 +67,17 @@ def parse_body(body: bytes, record: dict[str, Any]) -> dict[str, Any]:
     record["model"] = data.get("model") if isinstance(data.get("model"), str) else None
     record["stream"] = data.get("stream") is True
     record["last_message_head"] = _last_message_head(data.get("messages"))
+    record["last_message_part_types"] = last_message_part_types(data.get("messages"))
     return data
+
+
+def last_message_part_types(messages: Any) -> list[str]:
+    """The types of the last message's content parts (blocks), when it has a list."""
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return []
+    content = messages[-1].get("content")
+    parts = content if isinstance(content, list) else ()
+    return [str(p.get("type")) for p in parts if isinstance(p, dict)]
 
 
 def _last_message_head(messages: Any) -> str | None:

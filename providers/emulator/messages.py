@@ -28,6 +28,7 @@ from providers.protocols import anthropic_messages as wire
 from providers.protocols import openai_chat
 from providers.protocols.types import ProtocolError, ReasoningDelta, ReasoningSignature
 
+from .admission import last_message_part_types
 from .chat import handle_chat
 from .responses import JSON_TYPE, Receive, Send
 from .state import EmulatorState, ProviderState
@@ -185,5 +186,9 @@ async def handle_messages(
         return
     cache_hint = b'"cache_control"' in body
     out = MessagesSend(send, request["model"], estimate_prompt_tokens(chat["messages"]), cache_hint)
-    extra = {"protocol": "anthropic_messages", "anthropic_body_keys": sorted(request)}
+    extra = {
+        "protocol": "anthropic_messages",
+        "anthropic_body_keys": sorted(request),
+        "anthropic_last_part_types": last_message_part_types(request.get("messages")),
+    }
     await handle_chat(state, provider, scope, orjson.dumps(chat), receive, out, record_extra=extra)

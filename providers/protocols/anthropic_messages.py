@@ -59,6 +59,28 @@ def _text_part(block: dict[str, Any]) -> dict[str, Any]:
     return part
 
 
+def _document_part(block: dict[str, Any]) -> dict[str, Any] | None:
+    """A document block as an OpenAI content part: plain text (or custom content) inline
+    as text; a PDF, base64 or by URL, as the ``file`` part OpenAI and OpenRouter read (it
+    was dropped: found with the anthropic SDK). A file-id source has nothing to send."""
+    source = block.get("source") or {}
+    kind = source.get("type")
+    if kind == "text":
+        return {"type": "text", "text": source.get("data", "")}
+    if kind == "content":
+        return {"type": "text", "text": _result_text(source.get("content"))}
+    if kind == "base64":
+        media_type = source.get("media_type") or "application/pdf"
+        data = f"data:{media_type};base64,{source.get('data', '')}"
+    elif kind == "url":
+        data = source.get("url", "")
+    else:
+        return None
+    title = block.get("title")
+    filename = title if isinstance(title, str) and title else "document.pdf"
+    return {"type": "file", "file": {"filename": filename, "file_data": data}}
+
+
 def _image_part(block: dict[str, Any]) -> dict[str, Any] | None:
     source = block.get("source") or {}
     if source.get("type") == "base64":
@@ -86,7 +108,7 @@ _BLOCK_FIELDS: dict[str, tuple[tuple[str, type, bool], ...]] = {
     "text": (("text", str, True),),
     "thinking": (("thinking", str, True), ("signature", str, False)),
     "image": (("source", dict, True),),
-    "document": (("source", dict, True),),
+    "document": (("source", dict, True), ("title", str, False)),
     "tool_use": (("id", str, False), ("name", str, False), ("input", dict, False)),
     "tool_result": (("tool_use_id", str, False),),
 }
@@ -148,8 +170,8 @@ def _user_messages(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             parts.append(_text_part(block))
         elif kind == "image" and (image := _image_part(block)) is not None:
             parts.append(image)
-        elif kind == "document" and (block.get("source") or {}).get("type") == "text":
-            parts.append({"type": "text", "text": block["source"].get("data", "")})
+        elif kind == "document" and (document := _document_part(block)) is not None:
+            parts.append(document)
     if parts:
         out.append({"role": "user", "content": parts})
     return out
@@ -499,21 +521,38 @@ def upstream_headers(authorization: str | None) -> dict[str, str]:
     return headers
 
 
-def _image_block(url: str) -> dict[str, Any] | None:
+def _source(url: str, default_media_type: str) -> dict[str, Any] | None:
+    """A Messages ``source`` from a base64 data URL or an http(s) URL, else None."""
     if url.startswith("data:"):
         head, _, data = url[5:].partition(",")
         media_type, _, encoding = head.partition(";")
         if encoding != "base64" or not data:
             return None
-        source = {"type": "base64", "media_type": media_type or "image/png", "data": data}
-        return {"type": "image", "source": source}
+        return {"type": "base64", "media_type": media_type or default_media_type, "data": data}
     if url.startswith(("http://", "https://")):
-        return {"type": "image", "source": {"type": "url", "url": url}}
+        return {"type": "url", "url": url}
     return None
 
 
+def _image_block(url: str) -> dict[str, Any] | None:
+    source = _source(url, "image/png")
+    return None if source is None else {"type": "image", "source": source}
+
+
+def _document_block(file: Any) -> dict[str, Any] | None:
+    """OpenAI's ``file`` part (inline data or a URL) as a Messages document block."""
+    data = file.get("file_data") if isinstance(file, dict) else None
+    source = _source(data, "application/pdf") if isinstance(data, str) else None
+    if source is None:
+        return None  # a file_id names a file uploaded to OpenAI: nothing to send on
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if isinstance(file.get("filename"), str) and file["filename"]:
+        block["title"] = file["filename"]
+    return block
+
+
 def _content_blocks(content: Any) -> list[dict[str, Any]]:
-    """OpenAI content (a string or parts) as Messages blocks (text, image)."""
+    """OpenAI content (a string or parts) as Messages blocks (text, image, document)."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     blocks: list[dict[str, Any]] = []
@@ -530,6 +569,8 @@ def _content_blocks(content: Any) -> list[dict[str, Any]]:
             url = image.get("url") if isinstance(image, dict) else image
             if isinstance(url, str) and (block := _image_block(url)) is not None:
                 blocks.append(block)
+        elif part.get("type") == "file" and (block := _document_block(part.get("file"))):
+            blocks.append(block)
     return blocks
 
 

@@ -242,6 +242,8 @@ def error_chunk(accepted, provider_slug: str | None, message: str) -> bytes:
     payload = {
         "id": accepted.request_id,
         "object": "chat.completion.chunk",
+        # OpenAI's ChatCompletionChunk requires it: Unix seconds the call was accepted.
+        "created": int(accepted.created_at.timestamp()),
         "model": accepted.chat.model_slug,
         "provider": provider_slug,
         "error": {"message": message, "type": "upstream_error", "code": 502},

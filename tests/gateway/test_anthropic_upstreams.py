@@ -214,6 +214,14 @@ def test_openai_sdk_sends_the_signature_back(native, client):
     assert second.choices[0].finish_reason == "stop"
 
 
+def test_a_pdf_document_reaches_an_anthropic_upstream_as_a_document(claude, native):
+    from .test_messages_api import PDF_ONLY
+
+    message = claude.messages.create(model=TEST_MODEL, max_tokens=5, messages=PDF_ONLY)
+    assert message.content[0].text
+    assert _upstream_record(native)["anthropic_last_part_types"] == ["document"]
+
+
 def test_cache_writes_reported_and_billed(claude, native):
     system = [{"type": "text", "text": "You are a careful assistant. " * 40,
                "cache_control": {"type": "ephemeral"}}]  # fmt: skip

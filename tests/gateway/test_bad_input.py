@@ -38,6 +38,10 @@ CASES = [
      {"model": TEST_MODEL, "messages": OK_MESSAGES, "max_tokens": -1}, 400, "max_tokens"),
     ("string max_tokens",
      {"model": TEST_MODEL, "messages": OK_MESSAGES, "max_tokens": "10"}, 400, "integer"),
+    # Digits beyond 64 bits were refused as "must be an integer" (found by fuzzing).
+    ("huge max_tokens",
+     b'{"model": "%s", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1%s}'
+     % (TEST_MODEL.encode(), b"0" * 30), 400, "too large"),
     ("stream not bool",
      {"model": TEST_MODEL, "messages": OK_MESSAGES, "stream": "yes"}, 400, "stream"),
     ("unknown model", {"model": "nobody/none", "messages": OK_MESSAGES}, 404, "unknown model"),

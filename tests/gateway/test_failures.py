@@ -79,6 +79,8 @@ def test_cut_stream_ends_with_error_chunk_not_done(gateway, tenant, emulator):
     last = orjson.loads(events[-1])
     assert last["error"]["message"]
     assert last["choices"][0]["finish_reason"] == "error"
+    # OpenAI's chunk type requires `created` (the SDK read None; found with the SDK).
+    assert abs(last["created"] - orjson.loads(events[0])["created"]) <= 2
     row = wait_finished(last["id"])
     assert row.status == "error" and row.provider_slug == "alpha"
     assert row.attempts.get().outcome == "cut"

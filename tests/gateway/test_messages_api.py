@@ -107,6 +107,42 @@ def test_bearer_auth_and_v1_alias(gateway, tenant):
     assert message.content[0].text
 
 
+def test_the_model_listing_reads_in_the_anthropic_sdk(claude):
+    # The SDK got OpenAI's shape: display_name and created_at empty (found with the SDK).
+    page = claude.models.list()
+    assert TEST_MODEL in [m.id for m in page.data] and page.has_more is False
+    model = claude.models.retrieve(TEST_MODEL)
+    assert model.type == "model" and model.display_name
+    assert model.created_at.year >= 2026 and model.created_at.tzinfo is not None
+
+
+PDF_ONLY = [
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "document",
+                "title": "spec.pdf",
+                "source": {
+                    "type": "base64",
+                    "media_type": "application/pdf",
+                    "data": "JVBERi0xLjQK",
+                },
+            }
+        ],
+    }
+]
+
+
+def test_a_pdf_document_reaches_an_openai_provider_as_a_file(claude, emulator):
+    # It was dropped: a message holding only a PDF read as "messages must be a
+    # non-empty array" (found with the anthropic SDK).
+    message = claude.messages.create(model=TEST_MODEL, max_tokens=5, messages=PDF_ONLY)
+    assert message.content[0].text
+    (record,) = emulator.log()
+    assert record["last_message_part_types"] == ["file"]
+
+
 def test_count_tokens(claude):
     counted = claude.messages.count_tokens(model=TEST_MODEL, messages=HI, tools=[WEATHER])
     bare = claude.messages.count_tokens(model=TEST_MODEL, messages=HI)

@@ -74,6 +74,14 @@ def test_models_list_without_model_uses_its_first(gateway, tenant, emulator):
     assert response.status_code == 200, response.text
 
 
+@pytest.mark.parametrize("model", [0, False, []])
+def test_a_falsy_model_beside_a_models_list_is_a_400(gateway, tenant, emulator, model):
+    # It fell back to the list as if absent (found by fuzzing): only absence does.
+    response = _chat(gateway, tenant.key, model=model, models=[TEST_MODEL])
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "model"
+
+
 def test_models_fallback_all_unknown_is_the_first_models_error(gateway, tenant, emulator):
     response = _chat(gateway, tenant.key, model="gone/a", models=["gone/b"])
     assert response.status_code == 404
@@ -126,8 +134,28 @@ def test_unknown_api_paths_are_json_404s(gateway, path, method):
 def test_wrong_method_is_a_405_with_allow(gateway, path):
     response = httpx.post(gateway.base_url + path, json={})
     assert response.status_code == 405
-    assert response.headers["allow"] == "GET"
-    assert response.json()["error"]
+    assert response.headers["allow"] == "GET, HEAD"
+    assert response.json()["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/models", f"/v1/models/{TEST_MODEL}",
+                                  f"/api/v1/models/{TEST_MODEL}/endpoints"])  # fmt: skip
+def test_head_on_a_read_route_is_a_get_without_body(gateway, path):
+    # Was a 405 (found by fuzzing): HTTP says a server that answers GET answers HEAD.
+    head = httpx.head(gateway.base_url + path)
+    get = httpx.get(gateway.base_url + path)
+    assert head.status_code == get.status_code == 200
+    assert head.headers["content-type"] == get.headers["content-type"]
+    assert head.content == b""
+
+
+@pytest.mark.parametrize("path", ["/api/v1/activity", "/api/v1/generation?id=x"])
+def test_a_wrong_method_on_a_drf_route_is_a_request_error(gateway, tenant, path):
+    # Said api_error, where the chat routes say invalid_request_error (found by fuzzing).
+    response = httpx.put(gateway.base_url + path, json={},
+                         headers={"Authorization": f"Bearer {tenant.key}"})  # fmt: skip
+    assert response.status_code == 405
+    assert response.json()["error"]["type"] == "invalid_request_error"
 
 
 def test_key_endpoint_reports_limit_and_spend(gateway, tenant, client):

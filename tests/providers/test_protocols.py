@@ -436,3 +436,50 @@ def test_server_tool_blocks_of_every_kind_are_taken_and_dropped():
     ]
     with pytest.raises(ProtocolError):  # a type outside the family is still refused
         wire.to_chat_body(_request(messages=[{"role": "user", "content": [{"type": "toolz"}]}]))
+
+
+PDF = "JVBERi0xLjQK"  # "%PDF-1.4\n", base64
+
+
+def test_a_pdf_document_becomes_a_file_part_and_back():
+    # A PDF document block was dropped, so a message holding only one read as empty
+    # (found with the anthropic SDK). Both ways, base64 and URL; text stays text.
+    body = wire.to_chat_body(_request(messages=[{"role": "user", "content": [
+        {"type": "document", "title": "spec.pdf",
+         "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}},
+        {"type": "document", "source": {"type": "url", "url": "https://x.test/a.pdf"}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                        "data": "plain"}},
+        {"type": "document", "source": {"type": "file", "file_id": "file_1"}},
+    ]}]))  # fmt: skip
+    (user,) = body["messages"]
+    assert user["content"] == [
+        {"type": "file", "file": {"filename": "spec.pdf",
+                                  "file_data": f"data:application/pdf;base64,{PDF}"}},
+        {"type": "file", "file": {"filename": "document.pdf",
+                                  "file_data": "https://x.test/a.pdf"}},
+        {"type": "text", "text": "plain"},
+    ]  # fmt: skip
+    back = wire.from_chat_body({"model": "m", "max_tokens": 5, "messages": body["messages"]})
+    pdf, linked, text = back["messages"][0]["content"]
+    assert pdf == {"type": "document", "title": "spec.pdf", "source": {
+        "type": "base64", "media_type": "application/pdf", "data": PDF}}  # fmt: skip
+    assert linked["source"] == {"type": "url", "url": "https://x.test/a.pdf"}
+    assert text == {"type": "text", "text": "plain"}
+
+
+def test_an_openai_file_id_part_is_not_sent_to_an_anthropic_upstream():
+    body = {
+        "model": "m",
+        "max_tokens": 5,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "read"},
+                    {"type": "file", "file": {"file_id": "file-1"}},
+                ],
+            }
+        ],
+    }
+    assert wire.from_chat_body(body)["messages"][0]["content"] == [{"type": "text", "text": "read"}]
