@@ -30,9 +30,19 @@ def freeze_startup_objects() -> None:
     """Move every object alive after startup (Django, the apps, their modules: a few
     hundred thousand) out of the garbage collector's reach (``gc.freeze``). They live as
     long as the process, and a full collection would otherwise walk them all, stalling
-    the event loop for tens of milliseconds every few hundred requests."""
+    the event loop for tens of milliseconds every few hundred requests.
+
+    Then set the collector's thresholds (``GC_THRESHOLDS``). The calls in flight hold
+    many young objects (a stream's are alive for its whole length) that reference
+    counting frees when the call ends (cyclic garbage is rare here: 6 objects in 5 s of
+    32 streams); with Python's 700 allocations a young collection walks them again and
+    again and promotes them, so middle and full collections come often and walk tens of
+    thousands (docs/benchmarks.md, round 20)."""
     gc.collect()
     gc.freeze()
+    thresholds = settings.UBERLLM.get("GC_THRESHOLDS")
+    if thresholds:
+        gc.set_threshold(*thresholds)
 
 
 async def _shutdown() -> None:

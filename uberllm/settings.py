@@ -402,6 +402,12 @@ UBERLLM = {
     # --timeout-graceful-shutdown is the drain timeout), wait this long for their ledger
     # and learning writes.
     "DRAIN_BACKGROUND_TIMEOUT_S": env.float("UBERLLM_DRAIN_BACKGROUND_TIMEOUT_S", default=30.0),
+    # The gateway process's garbage-collector thresholds (gc.set_threshold), set at startup
+    # after gc.freeze: the calls in flight keep tens of thousands of young objects alive,
+    # which Python's default (700, 10, 10) walks again and again and promotes to the older
+    # generations (loop stalls of 10-100 ms at 128 streams; docs/benchmarks.md, round 20).
+    # Empty: Python's defaults.
+    "GC_THRESHOLDS": tuple(env.list("UBERLLM_GC_THRESHOLDS", cast=int, default=[50_000, 10, 10])),
     # OpenTelemetry traces: off, console or otlp (OTEL_EXPORTER_OTLP_ENDPOINT).
     "TRACING": env("UBERLLM_TRACING", default="off"),
     # Bearer token a Prometheus scraper sends to /metrics; empty: /metrics answers 404.

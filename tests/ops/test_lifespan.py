@@ -4,9 +4,21 @@ background writes requests left (ledger, learning) before the process exits."""
 from __future__ import annotations
 
 import asyncio
+import gc
+
+import pytest
 
 from uberllm import lifespan
 from uberllm.aio import run_in_background
+
+
+@pytest.fixture(autouse=True)
+def restore_gc_thresholds():
+    """Startup sets the collector's thresholds for the whole process: put this test
+    process's back."""
+    before = gc.get_threshold()
+    yield
+    gc.set_threshold(*before)
 
 
 async def run_lifespan(messages: list[dict]) -> list[dict]:
@@ -44,3 +56,18 @@ async def test_shutdown_gives_up_after_the_drain_timeout(settings):
         assert not stuck.done()
     finally:
         stuck.cancel()
+
+
+async def test_startup_sets_the_collector_thresholds(settings):
+    settings.UBERLLM = {**settings.UBERLLM, "GC_THRESHOLDS": (40_000, 7, 9)}
+    gc.set_threshold(700, 10, 10)
+    sent = await run_lifespan([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    assert sent[0] == {"type": "lifespan.startup.complete"}
+    assert gc.get_threshold() == (40_000, 7, 9)
+
+
+async def test_an_empty_setting_keeps_the_collector_thresholds(settings):
+    settings.UBERLLM = {**settings.UBERLLM, "GC_THRESHOLDS": ()}
+    gc.set_threshold(700, 10, 10)
+    await run_lifespan([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    assert gc.get_threshold() == (700, 10, 10)
