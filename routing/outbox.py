@@ -69,19 +69,28 @@ async def _flush_prefixes(entries: list[LogEntry]) -> None:
     await shared_kv().append_log(key("prefix-log"), entries)
 
 
+# A lesson waits this long for company before a quiet writer flushes it. A call's lessons
+# are queued as it ends, which is when its client (a closed loop: an agent, an SDK in a
+# loop) sends the next request; flushed at once, the write (a database thread, a Redis
+# round trip) ran beside that request's path to its upstream and cost it ~0.5 ms of its
+# time to first token at one stream (docs/benchmarks.md, round 21). Other processes
+# read the shared store every few seconds anyway.
+LESSON_LINGER_S = 0.05
+
 # Speed samples reach this process's routing at once (routing.memory); the database is
 # for the other processes, which re-read it every SPEED_CACHE_TTL_S anyway: one write
 # per SPEED_SAMPLE_FLUSH_INTERVAL_S under load, not one per call.
 sample_writer: BatchWriter[SpeedSample | Row] = BatchWriter(
     "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True,
-    min_interval_s=settings.UBERLLM["SPEED_SAMPLE_FLUSH_INTERVAL_S"],
+    linger_s=LESSON_LINGER_S, min_interval_s=settings.UBERLLM["SPEED_SAMPLE_FLUSH_INTERVAL_S"],
 )  # fmt: skip
 mark_writer: BatchWriter[MarkLesson] = BatchWriter(
     "unusable-marks", _flush_marks, max_items=10_000, batch_size=100, retry=True
 )
 prefix_writer: BatchWriter[LogEntry] = BatchWriter(
-    "prompt-prefixes", _flush_prefixes, max_items=100_000, batch_size=500, retry=False
-)
+    "prompt-prefixes", _flush_prefixes, max_items=100_000, batch_size=500, retry=False,
+    linger_s=LESSON_LINGER_S,
+)  # fmt: skip
 
 
 async def mark_unusable_now(endpoint_id: int) -> None:

@@ -44,6 +44,14 @@ def test_min_interval_gathers_what_arrives_between_flushes():
     assert batches == [["a"], ["b", "c", "d"]]
 
 
+def test_a_linger_gathers_what_arrives_within_it():
+    # Round 21: the speed samples and prompt prefixes a call teaches linger before a quiet
+    # writer flushes them (routing.outbox.LESSON_LINGER_S), so their write does not run
+    # beside the next request of the same client. Items within one linger share a flush.
+    batches = asyncio.run(_batches_of_trickle({"linger_s": 0.2}))
+    assert batches == [["a"], ["b", "c", "d"]]
+
+
 def test_a_backlog_of_full_batches_is_written_back_to_back():
     """Round 13: at most one batch per ``min_interval_s`` capped the ledger at batch_size
     / interval items a second (1,000: ~500 calls a second); above that the backlog grew

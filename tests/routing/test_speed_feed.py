@@ -73,7 +73,9 @@ def test_samples_of_an_endpoint_deleted_while_queued_do_not_block_the_writer(mar
     async def write_all() -> None:
         for sample in batch:
             sample_writer.put(sample)
-        await asyncio.sleep(0)  # the first batch leaves before the next sample
+        async with asyncio.timeout(20):  # the first batch is written before the next sample
+            while sample_writer.pending():  # noqa: ASYNC110 - polled
+                await asyncio.sleep(0.02)
         sample_writer.put(SpeedSample(endpoint_id=alpha.id, bucket="8k-32k", ttft_ms=900))
         async with asyncio.timeout(20):
             while sample_writer.pending():  # noqa: ASYNC110 - polled
@@ -82,3 +84,15 @@ def test_samples_of_an_endpoint_deleted_while_queued_do_not_block_the_writer(mar
     asyncio.run(write_all())
     written = sorted(SpeedSample.objects.values_list("endpoint_id", "ttft_ms"))
     assert written == [(alpha.id, 200), (alpha.id, 900)]
+
+
+def test_a_calls_lessons_linger_before_a_quiet_writer_flushes_them() -> None:
+    """Round 21: flushed at once, a call's speed sample and prompt prefixes were written
+    (a database thread, a Redis round trip) while its client's next request was on its
+    way to the upstream: ~0.5 ms of that request's TTFT at one stream. They wait
+    ``LESSON_LINGER_S`` for company instead (docs/benchmarks.md, round 21)."""
+    from routing.outbox import LESSON_LINGER_S, prefix_writer, sample_writer
+
+    assert LESSON_LINGER_S > 0
+    assert sample_writer.linger_s == LESSON_LINGER_S
+    assert prefix_writer.linger_s == LESSON_LINGER_S
