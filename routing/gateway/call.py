@@ -1,5 +1,6 @@
 """The live shell around the gateway session: legs are asyncio tasks, timers are loop
-callbacks, the serving leg is relayed straight to the ASGI ``send``.
+callbacks, the serving leg is relayed straight to the ASGI ``send`` (usually from the
+leg's own task, which had the first token: ``LiveCall._first``).
 
 Nothing reaches the customer before an upstream has produced its first token, so any
 failure until then is retried (R4). If that takes longer than ``KEEPALIVE_AFTER_S`` (a
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from decimal import Decimal
@@ -151,6 +153,12 @@ class LiveCall:
         self.outcome = Outcome("cancelled", 499, "client disconnected")
         self.served: LiveAttempt | None = None
         self.ttft_ms: int | None = None
+        # The call's task waits for an event with nothing queued and no action under way:
+        # a leg's first token may then be served from the leg's own task (``_first``).
+        self.waiting = False
+        self.acting = False  # a leg's task is acting on its first token
+        self.held: deque[tuple] = deque()  # events that came meanwhile, heard after it
+        self.crash: Exception | None = None  # a bug met while a leg's task acted
         self._t0 = time.monotonic()
         # A streamed reply's headers leave when a provider has accepted the call (HTTP
         # 200), while it prefills, not with the first token (``EARLY_STREAM_START``).
@@ -196,17 +204,35 @@ class LiveCall:
 
     async def _next_event(self) -> list[Action]:
         while True:
-            timeout = self._keepalive_wait()
-            try:
-                async with asyncio.timeout(timeout):
-                    event = await self.events.get()
-            except TimeoutError:
-                await self._keepalive()
-                continue
+            if self.held and not self.acting:
+                event = self.held.popleft()
+            else:
+                event = await self._wait_event()
+                if event is None:
+                    continue
+                if self.acting and event[0] != "served":
+                    # As when this task itself acted: heard once the leg's task is done.
+                    self.held.append(event)
+                    continue
             if event[0] == "accepted":  # the shell's own business: no news for the session
                 await self._start_stream(event[1])
                 continue
             return self._dispatch(event)
+
+    async def _wait_event(self) -> tuple | None:
+        """The next queued event; None after a keep-alive was due (and sent)."""
+        timeout = self._keepalive_wait()
+        self.waiting = self.events.empty() and not self.held and not self.acting
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.events.get()
+        except TimeoutError:
+            self.waiting = False
+            if self.session.winner is None:  # else a leg's task is serving the reply
+                await self._keepalive()
+            return None
+        finally:
+            self.waiting = False
 
     async def _start_stream(self, leg: Leg) -> None:
         """A provider answered 200: the SSE response starts now, while it prefills, so the
@@ -226,6 +252,10 @@ class LiveCall:
                 return session.timer(name, now, endpoint_id)
             case ("refused", leg):
                 return session.hedge_refused(leg.no, now)
+            case ("served",):  # a leg's task has acted on its first token (``_first``)
+                if self.crash is not None:
+                    raise self.crash  # answered and recorded by ``run``, as if raised there
+                return []
         raise ValueError(f"unknown event {event!r}")
 
     async def _apply(self, actions: list[Action]) -> None:
@@ -289,7 +319,6 @@ class LiveCall:
                     self.events.put_nowait(("refused", leg))
                     return
             await self._open_upstream(attempt, leg)
-            self.events.put_nowait(("first", leg))
         except UpstreamError as error:
             if attempt.aborted:  # the client left and the call is being cancelled
                 return
@@ -302,6 +331,28 @@ class LiveCall:
             error = UpstreamError("protocol", f"gateway error: {exc.__class__.__name__}")
             self._failed(attempt, error)
             self.events.put_nowait(("failed", leg, error))
+        else:
+            await self._first(leg)
+
+    async def _first(self, leg: Leg) -> None:
+        """``leg`` has its first token. Usually the call's task is waiting with nothing
+        queued: the session hears of it here and the leg's own task serves it, which saves
+        the first token a hop between tasks (~70 µs at one stream, docs/benchmarks.md,
+        round 21). Otherwise the event is queued, in order, for the call's task. Events
+        that come while the leg's task acts are heard after it (``held``), as they were
+        when the call's task acted itself; a client that leaves cancels the call's task,
+        which cancels this one (an upstream it aborted first is no provider's failure)."""
+        if not self.waiting:
+            self.events.put_nowait(("first", leg))
+            return
+        self.waiting, self.acting = False, True
+        try:
+            await self._apply(self._dispatch(("first", leg)))
+        except Exception as exc:  # ``run`` answers it and finishes the row (``_dispatch``)
+            self.crash = exc
+        finally:
+            self.acting = False
+            self.events.put_nowait(("served",))
 
     async def _open_upstream(self, attempt: LiveAttempt, leg: Leg) -> None:
         """Open the upstream stream and read up to its first token (the attempt's TTFT);
@@ -445,6 +496,8 @@ class LiveCall:
             await out.write((encode_all(batch) if batch else b"") + DONE, end=True)
             return self.session.ended(leg.no, time.monotonic(), complete=True)
         except UpstreamError as exc:
+            if attempt.aborted:  # the client left: the call is being cancelled (``_first``)
+                raise asyncio.CancelledError from None
             self._attempt_done(attempt, "cut", exc.message)
             self.outcome = Outcome("error", 502, exc.message)
             await out.write(error_chunk(self.accepted, attempt.route.provider_slug, exc.message),
@@ -467,6 +520,8 @@ class LiveCall:
             if not rewriter.finished:
                 raise UpstreamError("protocol", "upstream stream was cut before it finished")
         except UpstreamError as exc:
+            if attempt.aborted:  # the client left: the call is being cancelled (``_first``)
+                raise asyncio.CancelledError from None
             self._attempt_done(attempt, "cut", exc.message)
             attempt.error = exc
             self.served = None

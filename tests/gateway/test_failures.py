@@ -86,3 +86,24 @@ def test_cut_stream_ends_with_error_chunk_not_done(gateway, tenant, emulator):
     assert row.attempts.get().outcome == "cut"
     # Served tokens were delivered and are billed, marked as an estimate.
     assert row.usage_estimated and row.completion_tokens == 3 and row.cost_usd > 0
+
+
+def test_a_gateway_bug_while_serving_answers_visibly_and_finishes_the_row(
+    gateway, tenant, emulator, monkeypatch
+):
+    """Round 21: the leg that has the first token serves it from its own task
+    (``LiveCall._first``). A bug met there still ends the stream with an error chunk and
+    the row with a 500, as when the call's own task served it."""
+    from routing.gateway import call
+
+    def broken(chunks):
+        raise RuntimeError("a bug in the relay")
+
+    monkeypatch.setattr(call, "encode_all", broken)
+    status, events = _stream_events(gateway, tenant.key, BODY)
+    assert status == 200  # the stream had started: the error comes as its last chunk
+    last = orjson.loads(events[-1])
+    assert last["choices"][0]["finish_reason"] == "error"
+    row = wait_finished(last["id"])
+    assert (row.status, row.http_status) == ("error", 500)
+    assert row.error_message == "gateway error: RuntimeError"
