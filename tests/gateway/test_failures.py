@@ -107,3 +107,27 @@ def test_a_gateway_bug_while_serving_answers_visibly_and_finishes_the_row(
     row = wait_finished(last["id"])
     assert (row.status, row.http_status) == ("error", 500)
     assert row.error_message == "gateway error: RuntimeError"
+
+
+def test_the_leg_that_has_the_first_token_serves_it_from_its_own_task(
+    gateway, tenant, emulator, monkeypatch
+):
+    """Round 21: when the call's task waits with nothing queued, the leg that read the
+    first token relays it itself (one task hop less: docs/benchmarks.md, round 21)."""
+    import asyncio
+
+    from routing.gateway import call
+
+    relayed_from: list[str] = []
+    relay = call.LiveCall._relay
+
+    async def watched_relay(self, leg, attempt):
+        task = asyncio.current_task()
+        relayed_from.append("leg" if task is self.tasks.get(leg.no) else "call")
+        return await relay(self, leg, attempt)
+
+    monkeypatch.setattr(call.LiveCall, "_relay", watched_relay)
+    status, events = _stream_events(gateway, tenant.key, BODY)
+    assert status == 200 and events[-1] == "[DONE]"
+    assert relayed_from == ["leg"]
+    assert wait_finished(orjson.loads(events[0])["id"]).status == "success"
