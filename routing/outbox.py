@@ -72,9 +72,10 @@ async def _flush_prefixes(entries: list[LogEntry]) -> None:
 # A lesson waits this long for company before a quiet writer flushes it. A call's lessons
 # are queued as it ends, which is when its client (a closed loop: an agent, an SDK in a
 # loop) sends the next request; flushed at once, the write (a database thread, a Redis
-# round trip) ran beside that request's path to its upstream and cost it ~0.5 ms of its
-# time to first token at one stream (docs/benchmarks.md, round 21). Other processes
-# read the shared store every few seconds anyway.
+# round trip) ran beside that request's path to its upstream: aiohttp's post took
+# 1.2-1.4 ms instead of ~0.9, ~0.2 ms of added TTFT at one stream in paired runs
+# (docs/benchmarks.md, round 21). Other processes read the shared store every few
+# seconds anyway.
 LESSON_LINGER_S = 0.05
 
 # Speed samples reach this process's routing at once (routing.memory); the database is

@@ -89,7 +89,7 @@ def test_samples_of_an_endpoint_deleted_while_queued_do_not_block_the_writer(mar
 def test_a_calls_lessons_linger_before_a_quiet_writer_flushes_them() -> None:
     """Round 21: flushed at once, a call's speed sample and prompt prefixes were written
     (a database thread, a Redis round trip) while its client's next request was on its
-    way to the upstream: ~0.5 ms of that request's TTFT at one stream. They wait
+    way to the upstream: ~0.2 ms of its TTFT at one stream (paired runs). They wait
     ``LESSON_LINGER_S`` for company instead (docs/benchmarks.md, round 21)."""
     from routing.outbox import LESSON_LINGER_S, prefix_writer, sample_writer
 
