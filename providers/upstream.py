@@ -129,6 +129,13 @@ class SSESplitter:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The data of every event completed by ``chunk``, in order."""
+        if (
+            not self._buffer and chunk.startswith(b"data: ") and chunk.endswith(b"\n\n")
+            and chunk.find(b"\n") == len(chunk) - 2 and not self._cr and b"\r" not in chunk
+        ):  # fmt: skip
+            # A read of one whole one-line event, as a paced stream's reads are: its data
+            # without the general path's split and lists.
+            return [chunk[6:-2]]
         if self._cr or b"\r" in chunk:
             if self._cr:
                 chunk, self._cr = b"\r" + chunk, False

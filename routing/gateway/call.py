@@ -123,6 +123,21 @@ def _rewrite_read(rewriter: ChunkRewriter, events: list[bytes]) -> tuple[list[di
     return batch, False
 
 
+def _encoded_read(rewriter: ChunkRewriter, events: list[bytes]) -> tuple[bytes, bool]:
+    """``_rewrite_read`` for the relay: the rewritten chunks of one upstream read as the
+    SSE bytes of one write (b"" if none), and True if it carried [DONE]."""
+    body = b""
+    for data in events:
+        if data == DONE_DATA:
+            return body, True
+        chunk = rewriter.rewrite(data)
+        if rewriter.upstream_error is not None:
+            raise UpstreamError("protocol", rewriter.upstream_error)
+        if chunk:
+            body += b"data: " + orjson.dumps(chunk) + b"\n\n"
+    return body, False
+
+
 async def _rewritten_reads(attempt: LiveAttempt) -> AsyncIterator[tuple[list[dict], bool]]:
     """The serving leg's rewritten chunks after its first token, one list per upstream
     read, with True on the read that carried [DONE] (the last); raises UpstreamError on
@@ -480,20 +495,20 @@ class LiveCall:
             while True:
                 events = await stream.next_events()
                 if events is None:  # the stream ended without [DONE]
-                    batch = []
+                    body = b""
                     break
-                batch, done = _rewrite_read(rewriter, events)
+                body, done = _encoded_read(rewriter, events)
                 if done:
                     break
-                if batch:
-                    await out.write(encode_all(batch))
+                if body:
+                    await out.write(body)
             if not rewriter.finished:
                 raise UpstreamError("protocol", "upstream stream was cut before it finished")
             self._attempt_done(attempt, "success")
             # Success is recorded before the last write: a client that received it all
             # and left at once is not a cancelled call.
             self.outcome = Outcome("success", 200, "")
-            await out.write((encode_all(batch) if batch else b"") + DONE, end=True)
+            await out.write(body + DONE, end=True)
             return self.session.ended(leg.no, time.monotonic(), complete=True)
         except UpstreamError as exc:
             if attempt.aborted:  # the client left: the call is being cancelled (``_first``)

@@ -40,3 +40,21 @@ def test_multi_line_data_is_joined_with_lf_and_no_space_after_colon_is_fine():
 
 def test_an_unfinished_event_at_the_end_is_dropped():
     assert split(b"data: done\n\ndata: half") == [b"done"]
+
+
+@pytest.mark.parametrize(
+    ("reads", "expected"),
+    [
+        # One whole one-line event per read (a paced stream): the fast path.
+        ((b'data: {"a":1}\n\n', b"data: \n\n", b"data: [DONE]\n\n"), [b'{"a":1}', b"", b"[DONE]"]),
+        # A read that looks like one whole event but completes what came before it.
+        ((b"data: e", b"data: f\n\n"), [b"edata: f"]),
+        ((b"data: g\r", b"data: h\n\n"), [b"g\nh"]),
+        # Whole events that are not one line, or end in CRLF: the general rules.
+        ((b"data: b\ndata: c\n\n", b"data: d\r\n\r\n"), [b"b\nc", b"d"]),
+        ((b"data: x\n\ndata: y\n\n",), [b"x", b"y"]),
+    ],
+)
+def test_a_read_of_one_whole_event_gives_what_the_general_rules_give(reads, expected):
+    assert split(*reads) == expected
+    assert split(b"".join(reads)) == expected
