@@ -27,9 +27,9 @@ import time
 from django.conf import settings
 
 from billing.ledger import CallResult, Checkpoint, LedgerItem, OpenRow, ledger_write
-from uberllm.aio import BatchWriter, db_call, run_service
+from uberllm.aio import WRITER_THREAD, BatchWriter, db_call, run_service
 
-_write = db_call(ledger_write)
+_write = db_call(ledger_write, WRITER_THREAD)
 NOTIFY_TIMEOUT_S = 1.0
 # A stream's pending row is written this long after acceptance: its upstream request has
 # left by then (the write does not delay it), the openings of that moment share one

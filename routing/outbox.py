@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from uberllm.aio import BatchWriter, db_call
+from uberllm.aio import WRITER_THREAD, BatchWriter, db_call
 from uberllm.lean_sql import Row, insert_rows
 
 from .models import SpeedSample
@@ -51,7 +51,7 @@ def _bulk_create(samples: list[SpeedSample | Row]) -> None:
     insert_rows(SpeedSample, kept, returning=False)
 
 
-_bulk_create_async = db_call(_bulk_create)
+_bulk_create_async = db_call(_bulk_create, WRITER_THREAD)
 
 
 async def _flush_samples(samples: list[SpeedSample | Row]) -> None:

@@ -14,6 +14,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -26,14 +27,25 @@ T = TypeVar("T")
 _background: set[asyncio.Task] = set()
 
 
-def db_call(func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """``await db_call(fn)(...)``: run a sync ORM function in the thread pool."""
+# The background writers' own thread (the ledger, speed samples): one thread, so one
+# database connection, whose SQLite page cache stays valid from one batch to the next
+# (in the default pool the batches rotated over several threads, each connection finding
+# its cache stale after another one's write), and no reads of the request path queued
+# behind a batch.
+WRITER_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="uberllm-writer")
+
+
+def db_call(
+    func: Callable[P, R], executor: Executor | None = None
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """``await db_call(fn)(...)``: run a sync ORM function in the thread pool (or in
+    ``executor``)."""
 
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         close_old_connections()  # drop a connection the database has closed
         return func(*args, **kwargs)
 
-    return sync_to_async(run, thread_sensitive=False)
+    return sync_to_async(run, thread_sensitive=False, executor=executor)
 
 
 def run_in_background(coro: Coroutine[Any, Any, R]) -> asyncio.Task[R]:

@@ -4,6 +4,9 @@ samples' transactions under load)."""
 from __future__ import annotations
 
 import asyncio
+import threading
+
+import pytest
 
 from uberllm.aio import WRITERS, BatchWriter
 
@@ -82,3 +85,31 @@ def test_a_backlog_of_full_batches_is_written_back_to_back():
     batches = asyncio.run(run())
     assert batches[0] == [0]
     assert [len(b) for b in batches[1:]] == [10, 10, 10]  # the 5 left wait for the interval
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_ledger_and_the_speed_samples_are_written_from_one_writer_thread(monkeypatch):
+    """One thread, so one database connection whose page cache stays valid from batch to
+    batch (``uberllm.aio.WRITER_THREAD``), not whichever thread of the default pool."""
+    from billing.ledger_writer import _write
+    from routing.outbox import _bulk_create_async
+    from uberllm import aio
+
+    threads: list[str] = []
+    close_old_connections = aio.close_old_connections
+
+    def recording() -> None:
+        threads.append(threading.current_thread().name)
+        close_old_connections()
+
+    monkeypatch.setattr(aio, "close_old_connections", recording)
+
+    async def write_batches() -> None:
+        for _ in range(3):
+            await _write([])
+            await _bulk_create_async([])
+
+    asyncio.run(write_batches())
+    assert len(threads) == 6
+    assert set(threads) == {threads[0]}
+    assert threads[0].startswith("uberllm-writer")
