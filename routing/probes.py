@@ -128,6 +128,7 @@ def probe_targets(
                         route.info, size, model.info, infos, summary,
                         ratio=conf["ROUTING_FAST_ENOUGH_RATIO"],
                         under_s=conf["ROUTING_FAST_ENOUGH_UNDER_S"],
+                        under_s_long=conf.get("ROUTING_FAST_ENOUGH_UNDER_S_LONG"),
                     )  # fmt: skip
                 if fits and not skip:
                     targets.append(ProbeTarget(slug, route, size))

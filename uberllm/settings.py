@@ -308,6 +308,11 @@ UBERLLM = {
     # TTFT for price (docs/simulator.md, "Realistic cache speedups").
     "ROUTING_FAST_ENOUGH_RATIO": env.float("UBERLLM_ROUTING_FAST_ENOUGH_RATIO", default=2.0),
     "ROUTING_FAST_ENOUGH_UNDER_S": env.float("UBERLLM_ROUTING_FAST_ENOUGH_UNDER_S", default=1.0),
+    # The same bound for prompts of 32k tokens and more; unset (default): the one above.
+    # 3-4 s lowers cost on long prompts without touching short ones (docs/routing.md).
+    "ROUTING_FAST_ENOUGH_UNDER_S_LONG": env.float(
+        "UBERLLM_ROUTING_FAST_ENOUGH_UNDER_S_LONG", default=None
+    ),
     # O3: a 429 teaches the endpoint a concurrency cap (0.9 x this process's calls in
     # flight there); while reached, its traffic spills over to the next choice.
     "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=False),

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .types import EndpointInfo
+from .types import BUCKET_LOWER_BOUND, EndpointInfo
+
+LONG_PROMPT_TOKENS = 32_000  # where R3's hedged buckets start
 
 
 @dataclass(frozen=True, slots=True)
 class SmartTuning:
     """Thresholds of smart routing (R2.4, R2.9); defaults are the product's numbers.
 
-    fast enough: typical TTFT <= fast_enough_ratio x the fastest, or < fast_enough_under_s.
+    fast enough: typical TTFT <= fast_enough_ratio x the fastest, or < fast_enough_under_s
+    (``fast_enough_under_s_long`` instead, when set, for prompts of 32k tokens and more:
+    ``under_s_for``).
     R2.9: an endpoint priced above the model's usual price may be picked for speed only
     if its cost for this request is <= (1 - dear_min_discount) x the list-price cost.
     ``tail_weight`` (w, default 0: off): an endpoint is fast enough only if, besides,
@@ -24,6 +28,21 @@ class SmartTuning:
     fast_enough_under_s: float = 1.0
     dear_min_discount: float = 0.5
     tail_weight: float = 0.0
+    fast_enough_under_s_long: float | None = None
+
+    def under_s_for(self, bucket: str) -> float:
+        """R2.4's absolute bound for a prompt of this bucket: an operator may set a
+        longer one for the long buckets (32k+, the prompts R3 hedges and R8 measures),
+        where no provider starts within 1 s and the product's own result is ~3.3 s
+        (docs/routing.md "Fast enough")."""
+        return absolute_bound(bucket, self.fast_enough_under_s, self.fast_enough_under_s_long)
+
+
+def absolute_bound(bucket: str, under_s: float, under_s_long: float | None) -> float:
+    """R2.4's "under N seconds" for a bucket: ``under_s_long`` (when set) from 32k up."""
+    if under_s_long is not None and BUCKET_LOWER_BOUND.get(bucket, 0) >= LONG_PROMPT_TOKENS:
+        return under_s_long
+    return under_s
 
 
 DEFAULT_TUNING = SmartTuning()

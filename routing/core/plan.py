@@ -310,7 +310,7 @@ def plan_route(
         apply_model_prior(candidates)
     usable = [c for c in candidates if c.usable]
     marked = [c for c in candidates if not c.usable]
-    mark_fast_enough(usable, tuning, reference=candidates)
+    mark_fast_enough(usable, tuning, reference=candidates, bucket=bucket)
     ranked = restrict_to_listed(_rank(usable, marked, options, rng, exploration_rate), options)
     if not ranked:
         raise RoutingError(

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
+from .candidate import absolute_bound
 from .pricing import request_cost
 from .speed import SpeedSummary
 from .types import EndpointInfo, ModelInfo, bucket_for
@@ -90,13 +91,15 @@ def probe_relevant(
     ratio: float = 2.0,
     under_s: float = 1.0,
     dear_min_discount: float = 0.5,
+    under_s_long: float | None = None,
 ) -> bool:
     """Probe economy by need (pure): could a probe of ``endpoint`` at ``prompt_tokens``
     (uncached) change where an uncached prompt of that size goes?
 
     ``speed`` gives each endpoint's typical uncached TTFT in the probe's bucket. Among
     the endpoints R2.9 may pick for speed (``worth_probing``), R2.4/R2.5 send such a
-    prompt to the cheapest one within ``ratio`` x the fastest (or under ``under_s``).
+    prompt to the cheapest one within ``ratio`` x the fastest (or under ``under_s``;
+    ``under_s_long`` from 32k up when set: ``candidate.absolute_bound``).
     A probe is needed for an endpoint without data in the bucket, for the current pick
     (a slowdown there must move traffic; skipped anyway when real traffic measured it)
     and for every endpoint cheaper than the pick (one that got fast enough would take
@@ -111,6 +114,7 @@ def probe_relevant(
     """
     eligible = [e for e in endpoints if worth_probing(e, model, endpoints, dear_min_discount)]
     bucket = bucket_for(prompt_tokens)
+    under_s = absolute_bound(bucket, under_s, under_s_long)
     known = {e.endpoint_id: speed.typical(e.endpoint_id, bucket) for e in eligible}
     mine = known.get(endpoint.endpoint_id)
     measured = [t for t in known.values() if t is not None]

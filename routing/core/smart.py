@@ -24,6 +24,7 @@ def mark_fast_enough(
     candidates: list[Candidate],
     tuning: SmartTuning = DEFAULT_TUNING,
     reference: list[Candidate] | None = None,
+    bucket: str = "<8k",
 ) -> None:
     """R2.4 over the endpoints that may be picked for speed (measured and R2.9 eligible):
     fast enough = judged TTFT <= ratio x the fastest of them, or under the absolute bound.
@@ -39,12 +40,13 @@ def mark_fast_enough(
 
     The fastest is taken over ``reference`` (default: ``candidates``); the plan passes
     every endpoint, the ones marked unusable included: a 30 s outage of the best one
-    must not make a 15 s endpoint "fast enough" for long prompts."""
+    must not make a 15 s endpoint "fast enough" for long prompts. ``bucket`` is the
+    request's size bucket (it picks the absolute bound: ``SmartTuning.under_s_for``)."""
     pool = candidates if reference is None else reference
     measured = [c for c in pool if c.judged is not None and c.price_eligible]
     if not measured:
         return
-    ratio, under_s = tuning.fast_enough_ratio, tuning.fast_enough_under_s
+    ratio, under_s = tuning.fast_enough_ratio, tuning.under_s_for(bucket)
     slowest_fast_enough = ratio * min(c.judged for c in measured)  # type: ignore[type-var]
     slowest_tail = ratio * min(c.tailed for c in measured)  # type: ignore[type-var]
     for candidate in candidates:

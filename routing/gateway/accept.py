@@ -48,9 +48,14 @@ def _unusable(now: float) -> frozenset[int]:
 
 
 @functools.lru_cache(maxsize=4)
-def _tuning(tail_weight: float, ratio: float, under_s: float) -> SmartTuning:
+def _tuning(
+    tail_weight: float, ratio: float, under_s: float, under_s_long: float | None
+) -> SmartTuning:
     return SmartTuning(
-        tail_weight=tail_weight, fast_enough_ratio=ratio, fast_enough_under_s=under_s
+        tail_weight=tail_weight,
+        fast_enough_ratio=ratio,
+        fast_enough_under_s=under_s,
+        fast_enough_under_s_long=under_s_long,
     )
 
 
@@ -61,7 +66,12 @@ def smart_tuning() -> SmartTuning:
         float(conf.get("ROUTING_TAIL_WEIGHT", 0.0)),
         float(conf.get("ROUTING_FAST_ENOUGH_RATIO", 2.0)),
         float(conf.get("ROUTING_FAST_ENOUGH_UNDER_S", 1.0)),
+        _optional_float(conf.get("ROUTING_FAST_ENOUGH_UNDER_S_LONG")),
     )
+
+
+def _optional_float(value: object) -> float | None:
+    return None if value in (None, "") else float(value)  # type: ignore[arg-type]
 
 
 followups = FollowupEstimator()  # per process; learns within a few conversations

@@ -60,6 +60,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "tail_weight": 0.0,
     "fast_enough_ratio": 2.0,  # R2.4 (live ROUTING_FAST_ENOUGH_RATIO)
     "fast_enough_under_s": 1.0,  # R2.4 (live ROUTING_FAST_ENOUGH_UNDER_S)
+    "fast_enough_under_s_long": None,  # 32k+ (live ROUTING_FAST_ENOUGH_UNDER_S_LONG)
     "probe_budget_usd_per_day": 25.0,
     "probe_spend_share": 0.25,  # probes by volume (live PROBE_SPEND_SHARE)
     "probe_by_need": True,  # skip probes that cannot change an uncached pick (probe_relevant)

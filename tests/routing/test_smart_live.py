@@ -70,6 +70,22 @@ def test_the_operator_can_widen_the_fast_enough_band(client, emulator):
     assert _served(client, fresh(LONG)) == "bravo"
 
 
+def test_the_operator_can_set_a_longer_floor_for_long_prompts_only(client, emulator):
+    """ROUTING_FAST_ENOUGH_UNDER_S_LONG (R2.4's absolute bound from 32k tokens up): at 5 s
+    alpha (~1.8 s at 35k, the cheapest) takes the long prompt; at 1 s it does not."""
+    _learn_speeds(client, emulator)
+    conf = settings.UBERLLM
+    try:
+        conf["ROUTING_FAST_ENOUGH_UNDER_S_LONG"] = 5.0
+        assert _served(client, fresh(LONG)) == "alpha"
+        assert _served(client, SHORT) == "alpha"
+        conf["ROUTING_FAST_ENOUGH_UNDER_S_LONG"] = 1.0
+        assert _served(client, fresh(LONG)) == "bravo"
+    finally:
+        conf["ROUTING_FAST_ENOUGH_UNDER_S_LONG"] = None
+    assert _served(client, fresh(LONG)) == "bravo"
+
+
 def test_second_gateway_process_sees_what_the_first_learnt(client, emulator, tenant):
     from openai import OpenAI
 

@@ -229,9 +229,13 @@ class LearnsFromCalls:
         model_info = self.models[model]
         gateway = self.knowledge.gateway
         ratio, under_s = gateway["fast_enough_ratio"], gateway["fast_enough_under_s"]
+        under_s_long = gateway["fast_enough_under_s_long"]
         return [
             s for s in wanted
-            if probe_relevant(info, s, model_info, infos, summary, ratio=ratio, under_s=under_s)
+            if probe_relevant(
+                info, s, model_info, infos, summary,
+                ratio=ratio, under_s=under_s, under_s_long=under_s_long,
+            )
         ]  # fmt: skip
 
     def on_probe(

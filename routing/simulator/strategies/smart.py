@@ -50,6 +50,7 @@ class Smart(LearnsFromCalls, Strategy):
             tail_weight=float(self.gateway["tail_weight"]),
             fast_enough_ratio=float(self.gateway["fast_enough_ratio"]),
             fast_enough_under_s=float(self.gateway["fast_enough_under_s"]),
+            fast_enough_under_s_long=_optional_float(self.gateway["fast_enough_under_s_long"]),
         )
         self.flat_timeout_s = float(self.gateway["first_token_timeout_s"])
         self.plans: dict[int, RoutePlan] = {}  # request index -> its plan (for timeouts)
@@ -147,3 +148,7 @@ class Smart(LearnsFromCalls, Strategy):
             "hedge_budget_usd_per_day": self.daily_usd,
             "hedge_budget_spent_by_day": {str(day): round(spent[day], 6) for day in sorted(spent)},
         }
+
+
+def _optional_float(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
