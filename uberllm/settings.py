@@ -15,12 +15,16 @@ from celery.schedules import crontab
 from uberllm.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
-VAR_DIR.mkdir(exist_ok=True)
 
 env = environ.Env()
 if env.bool("UBERLLM_READ_DOT_ENV", default=True) and (BASE_DIR / ".env").exists():
     env.read_env(BASE_DIR / ".env")
+
+# Run-time files of the embedded default: the SQLite database, the filesystem Celery
+# broker, beat's schedule, the demo key, metrics and logs (another folder gives a
+# second, separate `make run`, as the cold-start test does).
+VAR_DIR = Path(env("UBERLLM_VAR_DIR", default=str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", default="dev-only-insecure-key-change-me")
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
