@@ -303,6 +303,9 @@ UBERLLM = {
     # prompt a cache read where it is served now), so it leaves a reseller with dear
     # cache reads (docs/simulator.md, finding 1). 0 prices each request alone.
     "FOLLOWUP_TURNS": env.float("UBERLLM_FOLLOWUP_TURNS", default=2.0),
+    # A first turn is priced with the share of its API key's first turns of that size
+    # that a second turn followed, times the follow-ups above (docs/routing.md).
+    "ROUTING_FIRST_TURN_FOLLOWUPS": env.bool("UBERLLM_ROUTING_FIRST_TURN_FOLLOWUPS", default=True),
     # R2.4 slow tail (docs/routing.md): 0 = median only (R2.2); w > 0 also requires
     # typical + w x (p90 - typical) within 2x of the best, so stalling providers lose
     # long prompts (a better p90, at a higher cost: docs/simulator.md).

@@ -60,6 +60,7 @@ class Candidate:
     """
 
     __slots__ = (
+        "cached_here",
         "cost",
         "endpoint",
         "endpoint_id",
@@ -103,6 +104,7 @@ class Candidate:
         # This turn is mostly cached here and this endpoint's cached window (in the
         # bucket) is thin: serving it here is the sample that window lacks (R2.6).
         self.learns_cached = False
+        self.cached_here = False  # this request's prompt is mostly a cache read here
         self.prior = False  # ``typical`` is the model's typical value (O8), not its own
 
     def __repr__(self) -> str:

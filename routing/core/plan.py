@@ -237,6 +237,7 @@ def _candidates(
         # turns, cache reads there: explored, else a provider whose cached prefill is fast
         # would never get the conversations that would show it
         candidate.thin = count < min_samples or later_count < min_samples
+        candidate.cached_here = is_cached
         candidate.learns_cached = (
             is_cached and speed.count(endpoint_id, speed_bucket(bucket, True)) < min_samples
         )

@@ -135,6 +135,12 @@ def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float
     exploration alone fills a cached window only when two draws land on consecutive
     turns), it is cheap (a cache read), and it stops once the window has its samples.
 
+    A turn mostly cached at the normal first choice is explored only at endpoints where
+    it is mostly cached too (round 23): elsewhere it would be an uncached prompt of the
+    conversation's whole size, many times the price of its cache read and several
+    seconds slower (on `coding-agent` these turns were the >128k p90), and it would
+    measure only an uncached window, which probes and first turns fill anyway.
+
     The rng is only drawn from when such an endpoint exists.
     """
     if exploration_rate <= 0 or len(ranked) < 2:
@@ -146,6 +152,8 @@ def with_exploration(ranked: Ranked, rng: random.Random, exploration_rate: float
         if c.price_eligible
         and (c.thin or c.learns_cached or (c.stale and cost_key(c) < cost_key(first)))
     ]
+    if first.cached_here:  # a warm turn is explored only where it is warm too
+        pool = [c for c in pool if c.cached_here]
     learning = [c for c in pool if c.learns_cached]
     if learning:
         pool = learning

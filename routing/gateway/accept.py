@@ -182,16 +182,28 @@ async def reserve(principal: KeyPrincipal, request_id: str, chat: ChatRequest,
     return ticket, (cap if ticket is not None and ticket.budgets else None)
 
 
-def followup_turns(chat: ChatRequest, model_slug: str) -> float:
+def followup_turns(
+    chat: ChatRequest, model_slug: str, customer: int | None = None, bucket: str = ""
+) -> float:
     """A conversation (it already holds a reply) is expected to go on: its next turns
     resend this prompt, as cache reads where it is served now. How many is learnt per
     model from the turn index of the conversations seen (routing.core.followups), never
-    below ``FOLLOWUP_TURNS``."""
+    below ``FOLLOWUP_TURNS``. A first turn of ``customer`` (the API key) is priced with
+    the share of that key's first turns of this size that a second turn followed
+    (``ROUTING_FIRST_TURN_FOLLOWUPS``; without a customer, with none)."""
     earlier = sum(1 for m in chat.messages if m.get("role") == "assistant")
-    if not earlier and not any(m.get("role") == "tool" for m in chat.messages):
-        return 0.0
-    followups.minimum = settings.UBERLLM["FOLLOWUP_TURNS"]
-    followups.observe(model_slug, max(1, earlier))
+    if not earlier and any(m.get("role") == "tool" for m in chat.messages):
+        earlier = 1
+    conf = settings.UBERLLM
+    followups.minimum = conf["FOLLOWUP_TURNS"]
+    start = (model_slug, customer, bucket)
+    if customer is not None:
+        followups.observe_start(start, earlier)
+    if not earlier:
+        if customer is None or not conf["ROUTING_FIRST_TURN_FOLLOWUPS"]:
+            return 0.0
+        return followups.expected_first(model_slug, start)
+    followups.observe(model_slug, earlier)
     return followups.expected(model_slug)
 
 
@@ -229,10 +241,14 @@ def measure_prompt(messages: list[dict]) -> tuple[int, PrefixHashes]:
 
 
 def plan_request(
-    chat: ChatRequest, model: CatalogModel, measured: tuple[int, PrefixHashes] | None = None
+    chat: ChatRequest,
+    model: CatalogModel,
+    measured: tuple[int, PrefixHashes] | None = None,
+    customer: int | None = None,
 ) -> tuple[RoutePlan, dict, int, int, list]:
     """Plan where to send ``chat`` from the snapshot (``measured``: its ``measure_prompt``,
-    made here if not given); GatewayError (400/404) if nowhere."""
+    made here if not given; ``customer``: the API key id, whose first turns' follow-ups
+    are learnt apart); GatewayError (400/404) if nowhere."""
     options = _options(chat)
     slug = model.info.slug
     raw, raw_hashes = measured if measured is not None else measure_prompt(chat.messages)
@@ -248,7 +264,7 @@ def plan_request(
         cached_tokens=cached,
         required_parameters=required_parameters(chat, options),
         stream=chat.stream,
-        expected_followup_turns=followup_turns(chat, slug),
+        expected_followup_turns=followup_turns(chat, slug, customer, bucket),
         output_factors=memory.output_lengths.factors(slug),
     )
     try:
@@ -276,7 +292,7 @@ def _candidate(chat: ChatRequest, model_id: str) -> ChatRequest:
 
 
 async def _plan_model(
-    chat: ChatRequest, body_bytes: int = 0
+    chat: ChatRequest, body_bytes: int = 0, customer: int | None = None
 ) -> tuple[ChatRequest, CatalogModel, tuple, tuple[tuple[ChatRequest, CatalogModel], ...]]:
     """The first of ``model`` and the ``models`` fallbacks that exists and can be planned
     (OpenRouter's fallback list), and the later fallbacks the catalog has; the error of
@@ -293,7 +309,7 @@ async def _plan_model(
         try:
             if model is None:
                 raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
-            planned = plan_request(candidate, model, measured)
+            planned = plan_request(candidate, model, measured, customer)
         except GatewayError as exc:
             if exc.status not in (404, 503) or not chat.fallback_models:
                 raise
@@ -317,7 +333,9 @@ def replan(accepted: Accepted) -> Accepted | None:
     while fallbacks:
         (chat, model), fallbacks = fallbacks[0], fallbacks[1:]
         try:
-            plan, cached, prompt_tokens, raw, hashes = plan_request(chat, model)
+            plan, cached, prompt_tokens, raw, hashes = plan_request(
+                chat, model, customer=accepted.principal.api_key_id
+            )
         except GatewayError:
             continue
         return replace(
@@ -339,7 +357,7 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest, body_bytes: in
     against the key's limits (the last step: nothing after it may refuse); raises
     GatewayError."""
     check_allowed_models(principal, chat)
-    chosen = await _plan_model(chat, body_bytes)
+    chosen = await _plan_model(chat, body_bytes, principal.api_key_id)
     chat, model, (plan, cached, prompt_tokens, raw, hashes), fallbacks = chosen
     request_id = f"gen-{os.urandom(16).hex()}"
     quota, cap = await reserve(principal, request_id, chat, model, plan, prompt_tokens,

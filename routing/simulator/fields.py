@@ -54,6 +54,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "unusable_window_s": 900.0,
     "unusable_first_window_s": 30.0,
     "followup_turns": 2.0,
+    "first_turn_followups": True,  # live ROUTING_FIRST_TURN_FOLLOWUPS
     "speed_window_size": 50,
     "speed_max_age_s": 6 * 3600.0,
     "speed_stale_after_s": 600.0,

@@ -207,3 +207,22 @@ def test_without_fallbacks_smart_routing_returns_only_the_first_choice():
     route_plan = plan([CHEAP, DEARER], options=RoutingOptions(allow_fallbacks=False))
     assert ids(route_plan) == [1]
     assert route_plan.strategy == "smart"
+
+
+def test_a_turn_cached_at_the_first_choice_is_explored_only_where_it_is_cached_too():
+    """An agent's warm turn explored at a cold endpoint would be an uncached prompt of the
+    conversation's whole size there (slow, and many times its cache read's price)."""
+    endpoints, speeds = _exploration_setup()
+    warm = features(prompt=5_000, cached={1: 4_800})
+    for seed in range(50):
+        route_plan = plan(endpoints, speeds, request=warm, rng=random.Random(seed),
+                          exploration_rate=1.0)  # fmt: skip
+        assert route_plan.first.endpoint.endpoint_id == 1
+        assert route_plan.first.reason != EXPLORATION
+    also_warm_at_4 = features(prompt=5_000, cached={1: 4_800, 4: 4_800})
+    route_plan = plan(endpoints, speeds, request=also_warm_at_4, rng=random.Random(1),
+                      exploration_rate=1.0)  # fmt: skip
+    assert (route_plan.first.endpoint.endpoint_id, route_plan.first.reason) == (4, EXPLORATION)
+    cold = features(prompt=5_000)
+    route_plan = plan(endpoints, speeds, request=cold, rng=random.Random(1), exploration_rate=1.0)
+    assert route_plan.first.reason == EXPLORATION

@@ -21,7 +21,9 @@ from openai import OpenAI
 
 from ..support import free_port
 
-TIME_SCALE = 0.1  # every emulated delay x 0.1: the providers keep their order, 10x sooner
+# Every emulated delay x 0.5: the providers keep their order, twice as soon. Not lower:
+# R2.4's "under 1 second" would then let a provider in that is slow at full speed.
+TIME_SCALE = 0.5
 START_TO_STREAM_S = 120.0  # the issue's "within 2 minutes"
 PROMPT = "lorem ipsum dolor " * 33_334  # ~150k tokens
 STORES = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")  # CI's: a bare machine has none
@@ -74,6 +76,11 @@ def _served(client: OpenAI, model: str, **provider) -> str:
     return served.pop()
 
 
+def _fast_enough(ttft_ms: int, fastest_ms: int) -> bool:
+    """R2.4 on the probes: within 2x of the fastest, or under 1 second."""
+    return ttft_ms <= 2 * fastest_ms or ttft_ms < 1_000
+
+
 def _long_calls(emulator: str, slug: str) -> int:
     """Streamed calls of >140k tokens in the provider's emulator log (probes included)."""
     log = httpx.get(f"{emulator}/_log", params={"provider": slug}).json()
@@ -113,8 +120,9 @@ def test_a_fresh_demo_sends_a_150k_stream_to_a_fast_enough_provider(tmp_path):
 
         served = _served(client, model)  # sent before the deadline: the waits above end there
         fastest = min(probes, key=probes.__getitem__)
-        assert probes[served] <= 2 * probes[fastest], (served, probes)  # R2.4 at 150k
-        assert max(probes.values()) > 4 * probes[fastest]  # the demo has slow ones to avoid
+        fast_enough = {slug for slug, ms in probes.items() if _fast_enough(ms, probes[fastest])}
+        assert served in fast_enough, (served, probes)
+        assert len(fast_enough) < len(probes)  # the demo has slow ones to avoid at 150k
         assert _long_calls(emulator, served) == probe_calls[served] + 1  # it reached there
 
         assert _served(client, model, sort="latency") == fastest

@@ -108,16 +108,27 @@ class Knowledge:
                 if tokens:
                     cached[state.endpoint_id] = tokens
         expected = self.outputs.expected(slug, request.bucket, None)
-        # As routing/gateway/accept.py followup_turns(): a conversation past its first
-        # turn (it holds a reply), with the learnt number of turns still to come.
-        earlier = earlier_turns(request)
-        self.followups.observe(slug, earlier)
-        followups = self.followups.expected(slug) if earlier else 0.0
+        followups = self.followup_turns(request, slug)
         return RequestFeatures(
             request.prompt_tokens, expected, cached, stream=request.stream,
             expected_followup_turns=followups,
             output_factors=self.output_lengths.factors(slug),
         )  # fmt: skip
+
+    def followup_turns(self, request, slug: str) -> float:
+        """As routing/gateway/accept.py followup_turns(): a conversation past its first
+        turn (it holds a reply), with the learnt number of turns still to come; a first
+        turn, with its customer's share of continued first turns of that size (a traffic
+        class stands for a customer's key)."""
+        earlier, estimator = earlier_turns(request), self.followups
+        estimator.observe(slug, earlier)
+        start = (slug, request.class_index, request.bucket)
+        estimator.observe_start(start, earlier)
+        if earlier:
+            return estimator.expected(slug)
+        if self.gateway["first_turn_followups"]:
+            return estimator.expected_first(slug, start)
+        return 0.0
 
     def failure(self, leg: Leg, now: float) -> None:
         """A refusal marks the endpoint when ``Reliability`` says so (a run of them, low
