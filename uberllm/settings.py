@@ -292,6 +292,11 @@ UBERLLM = {
         "UBERLLM_UPSTREAM_FIRST_TOKEN_TIMEOUT_S", default=180.0
     ),
     "UPSTREAM_IDLE_TIMEOUT_S": env.float("UBERLLM_UPSTREAM_IDLE_TIMEOUT_S", default=60.0),
+    # An attempt at an endpoint whose typical TTFT in the bucket is t waits for its first
+    # token max(FLOOR, FACTOR x t) seconds (never more than the flat timeout above), so
+    # a hanging provider costs seconds (issue 10; routing.core.timeouts).
+    "ROUTING_FIRST_TOKEN_FLOOR_S": env.float("UBERLLM_ROUTING_FIRST_TOKEN_FLOOR_S", default=20.0),
+    "ROUTING_FIRST_TOKEN_FACTOR": env.float("UBERLLM_ROUTING_FIRST_TOKEN_FACTOR", default=4.0),
     "UPSTREAM_MAX_CONNECTIONS": env.int("UBERLLM_UPSTREAM_MAX_CONNECTIONS", default=1000),
     # Retries (R4): attempts in all, across distinct endpoints.
     "MAX_ATTEMPTS": env.int("UBERLLM_MAX_ATTEMPTS", default=4),

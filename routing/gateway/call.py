@@ -377,9 +377,12 @@ class LiveCall:
         call = UpstreamCall(route.url, accepted.upstream_body(route), route.authorization,
                             route.protocol)  # fmt: skip
         # A hanging provider costs a few times its typical TTFT, not the flat timeout.
+        conf = settings.UBERLLM
         timeout_s = first_token_timeout_s(
             self.router.choice(route.endpoint_id),
-            default_s=settings.UBERLLM["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"],
+            floor_s=conf["ROUTING_FIRST_TOKEN_FLOOR_S"],
+            factor=conf["ROUTING_FIRST_TOKEN_FACTOR"],
+            default_s=conf["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"],
         )
         try:
             async with asyncio.timeout(timeout_s):

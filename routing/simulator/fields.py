@@ -49,6 +49,8 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "probe_sizes": [20_000, 60_000, 150_000],
     "probe_timeout_s": 90.0,
     "first_token_timeout_s": 180.0,
+    "first_token_floor_s": 20.0,  # live ROUTING_FIRST_TOKEN_FLOOR_S
+    "first_token_factor": 4.0,  # live ROUTING_FIRST_TOKEN_FACTOR
     "exploration_rate": 0.05,
     "max_attempts": 4,
     "unusable_window_s": 900.0,

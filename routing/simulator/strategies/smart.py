@@ -84,7 +84,13 @@ class Smart(LearnsFromCalls, Strategy):
         choice = next((c for c in plan.choices if c.endpoint_id == endpoint_id), None)
         if choice is None:
             return None
-        return first_token_timeout_s(choice, default_s=self.flat_timeout_s)
+        gateway = self.gateway
+        return first_token_timeout_s(
+            choice,
+            floor_s=float(gateway["first_token_floor_s"]),
+            factor=float(gateway["first_token_factor"]),
+            default_s=self.flat_timeout_s,
+        )
 
     # --- hedging (R3), as routing/gateway/router.py ---------------------------------
     def hedge_decision(self, run: Run, now: float) -> HedgeDecision:
