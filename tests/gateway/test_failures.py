@@ -4,7 +4,7 @@ import httpx
 import orjson
 import pytest
 
-from ..support import TEST_MODEL, wait_finished_rows
+from ..support import TEST_MODEL, wait_finished_rows, wait_learnt
 from .test_chat_api import wait_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -131,3 +131,23 @@ def test_the_leg_that_has_the_first_token_serves_it_from_its_own_task(
     assert status == 200 and events[-1] == "[DONE]"
     assert relayed_from == ["leg"]
     assert wait_finished(orjson.loads(events[0])["id"]).status == "success"
+
+
+def test_a_provider_that_cuts_every_stream_loses_the_traffic(gateway, tenant, emulator):
+    """Issue 10: a provider cutting every stream after 3 tokens was never demoted (only
+    failures before the first token marked) and its cut calls gave healthy TTFT samples.
+    A cut counts as a failure (``Router.on_cut``), with few calls one marks the endpoint,
+    and no cut call teaches a speed."""
+    from routing.models import SpeedSample
+
+    emulator.control("alpha", fail_after_tokens=3, default_output_tokens=20)
+    served = []
+    for _ in range(4):
+        _, events = _stream_events(gateway, tenant.key, BODY)
+        served.append(orjson.loads(events[0])["provider"])
+    assert served[0] == "alpha"  # the cheapest, not yet known to cut
+    assert served[1:] == ["bravo"] * 3  # marked after its cut: the next streams go on
+    wait_finished_rows(4)
+    wait_learnt()  # the speed samples are written beside the calls
+    assert not SpeedSample.objects.filter(endpoint__provider__slug="alpha").exists()
+    assert SpeedSample.objects.filter(endpoint__provider__slug="bravo").count() == 3

@@ -86,6 +86,30 @@ def test_the_operator_can_set_a_longer_floor_for_long_prompts_only(client, emula
     assert _served(client, fresh(LONG)) == "bravo"
 
 
+def test_a_provider_that_got_faster_is_noticed_once_its_data_is_stale(client, emulator):
+    """R2.6 / issue 10: alpha (the cheapest) is too slow for long prompts, so it gets none
+    and its long-prompt data ages. Once that data is stale (SPEED_STALE_AFTER_S) it is
+    explored; alpha got faster meanwhile, the fresh sample restarts its window, and the
+    long prompts move to it."""
+    _learn_speeds(client, emulator)
+    assert _served(client, fresh(LONG)) == "bravo"
+    emulator.control("alpha", prefill_tokens_per_s=400_000)  # now faster than bravo
+    conf = settings.UBERLLM
+    try:
+        conf["SPEED_STALE_AFTER_S"] = 0.5
+        time.sleep(0.6)
+        wait_learnt()
+        conf["EXPLORATION_RATE"] = 1.0  # the draw always explores; which endpoint is the rule
+        assert _served(client, fresh(LONG)) == "alpha"  # stale and cheaper: explored
+        conf["EXPLORATION_RATE"] = 0.0
+        wait_finished_rows(20)
+        wait_learnt()
+        assert _served(client, fresh(LONG)) == "alpha"  # cheapest fast enough now
+    finally:
+        conf["EXPLORATION_RATE"] = 0.0
+        conf.pop("SPEED_STALE_AFTER_S", None)
+
+
 def test_second_gateway_process_sees_what_the_first_learnt(client, emulator, tenant):
     from openai import OpenAI
 
