@@ -24,12 +24,8 @@ def _served(client, **provider) -> str:
 
 
 @pytest.fixture
-def low_floor():
-    conf = settings.UBERLLM
-    saved = conf["ROUTING_FIRST_TOKEN_FLOOR_S"]
-    conf["ROUTING_FIRST_TOKEN_FLOOR_S"] = 0.5
-    yield
-    conf["ROUTING_FIRST_TOKEN_FLOOR_S"] = saved
+def low_floor(monkeypatch):
+    monkeypatch.setitem(settings.UBERLLM, "ROUTING_FIRST_TOKEN_FLOOR_S", 0.5)  # undone after
 
 
 def test_a_hanging_provider_is_left_after_a_few_times_its_typical_ttft(client, emulator, low_floor):

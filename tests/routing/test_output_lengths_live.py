@@ -15,12 +15,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def no_exploration():
-    conf = settings.UBERLLM
-    saved = conf["EXPLORATION_RATE"]
-    conf["EXPLORATION_RATE"] = 0.0
-    yield
-    conf["EXPLORATION_RATE"] = saved
+def no_exploration(monkeypatch):
+    monkeypatch.setitem(settings.UBERLLM, "EXPLORATION_RATE", 0.0)  # restored after the test
 
 
 def _call(client, **provider):
