@@ -46,7 +46,7 @@ format: dev-deps
 ## Benchmarks (print figures; never part of the tests): routing decision, then the
 ## gateway's overhead vs direct (and LiteLLM, with `BENCH_ARGS=--with-litellm`).
 bench: migrate
-	$(PY) -m routing.core.bench
+	$(PY) -m lab.core_bench
 	$(PY) manage.py bench_overhead $(BENCH_ARGS)
 
 ## Sizing: req/s per gateway worker and per core, 1 and 2 workers, streamed and JSON

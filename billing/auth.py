@@ -18,7 +18,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import DatabaseError
 
-from uberllm.aio import db_call, run_in_background
+from common.aio import db_call, run_in_background
 
 from .keys import hash_secret, parse_key, secret_matches
 from .models import ApiKey
@@ -182,7 +182,7 @@ async def _lookup(prefix: str) -> KeyPrincipal | None:
         return await asyncio.shield(loading)
     except DatabaseError:
         # The database is away: a key seen within STALE_IF_ERROR_S keeps working (a
-        # revocation still reaches every process through uberllm.events); an unknown
+        # revocation still reaches every process through common.events); an unknown
         # one cannot be checked.
         if hit is not None and now - hit[0] < STALE_IF_ERROR_S:
             return hit[1]

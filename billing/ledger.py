@@ -17,8 +17,8 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from uberllm.lean_sql import Row, insert_rows, new_row, select_rows, update_rows
-from uberllm.metrics import observe_ledger_orphan
+from common.lean_sql import Row, insert_rows, new_row, select_rows, update_rows
+from common.metrics import observe_ledger_orphan
 
 from .models import Activity, ApiKey, Attempt, Organisation
 from .savings import fill_savings

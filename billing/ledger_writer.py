@@ -27,7 +27,7 @@ import time
 from django.conf import settings
 
 from billing.ledger import CallResult, Checkpoint, LedgerItem, OpenRow, ledger_write
-from uberllm.aio import WRITER_THREAD, BatchWriter, db_call, run_service
+from common.aio import WRITER_THREAD, BatchWriter, db_call, run_service
 
 _write = db_call(ledger_write, WRITER_THREAD)
 NOTIFY_TIMEOUT_S = 1.0

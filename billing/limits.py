@@ -25,7 +25,7 @@ from decimal import Decimal
 
 from django.conf import settings
 
-from uberllm.aio import db_call, run_in_background
+from common.aio import db_call, run_in_background
 
 from .alerts import spend_alert_raise
 from .money import money

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from uberllm.redis_clients import loop_client
+from common.redis_clients import loop_client
 
 NANO_PER_USD = 1_000_000_000
 

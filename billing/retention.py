@@ -45,7 +45,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import Min, Q
 
-from uberllm.metrics import observe_pruned
+from common.metrics import observe_pruned
 
 from .models import Activity, Attempt, Organisation, UsageRollupState
 from .rollups import month_end, rollup_through_day

@@ -89,7 +89,7 @@ def organisation_set_limits(
 def _publish_key_changed(api_key: ApiKey) -> None:
     """Drop the key from every gateway process's caches (this one at once, the others
     within a second through Redis pub/sub; within the cache TTL if Redis is down)."""
-    from uberllm.events import API_KEY_CHANGED, publish_on_commit
+    from common.events import API_KEY_CHANGED, publish_on_commit
 
     publish_on_commit(API_KEY_CHANGED, {"prefix": api_key.prefix, "api_key_id": api_key.id})
 

@@ -4,7 +4,7 @@ Price history: every save of an Endpoint or a Model that changes a price writes
 PriceChange rows (admin, import_catalog, shell alike). The admin sets
 ``instance._price_changed_by`` to the operator's username.
 
-API keys: an ``api_key.changed`` event (revoked, limits edited; uberllm/events.py) drops
+API keys: an ``api_key.changed`` event (revoked, limits edited; common/events.py) drops
 the key from this process's caches, whichever process published it."""
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def forget_api_key(payload: dict) -> None:
 
 
 def connect() -> None:
+    from common import events
     from providers.models import Endpoint, Model
-    from uberllm import events
 
     events.register(events.API_KEY_CHANGED, forget_api_key)
     for model in (Endpoint, Model):

@@ -7,7 +7,7 @@ class ProvidersConfig(AppConfig):
 
     def ready(self) -> None:
         # Catalog edits are pushed to every gateway process (docs/operations.md).
-        from uberllm import events
+        from common import events
 
         from . import checks  # noqa: F401 (registers the system checks)
         from .signals import connect_catalog_changed

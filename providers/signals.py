@@ -1,5 +1,5 @@
 """Catalog edits are pushed to every gateway process: a saved or deleted provider, model
-or endpoint publishes ``catalog.changed`` after commit (uberllm/events.py)."""
+or endpoint publishes ``catalog.changed`` after commit (common/events.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models.signals import post_delete, post_save
 
-from uberllm.events import CATALOG_CHANGED, publish_on_commit
+from common.events import CATALOG_CHANGED, publish_on_commit
 
 from .models import Endpoint, Model, Provider
 
@@ -21,4 +21,4 @@ def connect_catalog_changed() -> None:
     for model in (Provider, Model, Endpoint):
         for name, signal in (("save", post_save), ("delete", post_delete)):
             signal.connect(_on_catalog_row_changed, sender=model,
-                           dispatch_uid=f"uberllm.events.{model.__name__}.{name}")  # fmt: skip
+                           dispatch_uid=f"common.events.{model.__name__}.{name}")  # fmt: skip

@@ -13,6 +13,6 @@ class RoutingConfig(AppConfig):
     verbose_name = "Routing"
 
     def ready(self) -> None:
-        from uberllm import events
+        from common import events
 
         events.register(events.CATALOG_CHANGED, drop_catalog_snapshot)

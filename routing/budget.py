@@ -14,7 +14,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db.models import F
 
-from uberllm.aio import db_call
+from common.aio import db_call
 
 from .core.budget import HEDGE_BUDGET_BURST_S, paced_allowance_usd
 from .models import NANO, HedgeBudgetDay

@@ -14,10 +14,10 @@ from decimal import Decimal
 
 from django.conf import settings
 
+from common.aio import db_call, run_in_background
 from providers.credentials import authorization_for
 from providers.models import Endpoint
 from providers.protocols import upstream_path
-from uberllm.aio import db_call, run_in_background
 
 from .core.types import EndpointInfo, ModelInfo
 

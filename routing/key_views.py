@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from billing.auth import authenticate
 from billing.selectors import api_key_month_spend
-from uberllm.aio import db_call
+from common.aio import db_call
 
 from .errors import GatewayError, unless_read
 

@@ -29,7 +29,7 @@ from django.db.models import F, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from uberllm.aio import db_call, run_service
+from common.aio import db_call, run_service
 
 from .core.capacity import ConcurrencyCaps
 from .core.marks import Reliability, unusable_window

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from uberllm.aio import WRITER_THREAD, BatchWriter, db_call
-from uberllm.lean_sql import Row, insert_rows
+from common.aio import WRITER_THREAD, BatchWriter, db_call
+from common.lean_sql import Row, insert_rows
 
 from .models import SpeedSample
 from .shared import LogEntry, key, shared_kv

@@ -30,11 +30,11 @@ from django.utils import timezone
 
 from billing.pricing import call_cost
 from billing.selectors import spend_by_model_bucket
+from common import metrics
+from common.aio import db_call, drain_background
 from providers import protocols
 from providers.redact import redact
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
-from uberllm import metrics
-from uberllm.aio import db_call, drain_background
 
 from .catalog import EndpointRoute, load_catalog
 from .core.probe import (

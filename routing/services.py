@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from uberllm import metrics
+from common import metrics
 
 from .models import ProbeResult, SpeedSample
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from django.conf import settings
 
-from uberllm.redis_clients import loop_client
+from common.redis_clients import loop_client
 
 PREFIX_LOG_MAXLEN = 100_000
 LogEntry = tuple[str, int, float]  # (prefix hash, endpoint id, expires at)

@@ -74,6 +74,6 @@ def hedge_budget_open_day_task() -> str:
 @shared_task(name="routing.sample_queue_sizes")
 def sample_queue_sizes_task() -> dict[str, int]:
     """Metrics: the Celery broker's queue lengths (uberllm_queue_size)."""
-    from uberllm.queues import queue_sizes_sample
+    from common.queues import queue_sizes_sample
 
     return queue_sizes_sample()

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from providers.emulator.server import EmulatorServer
+from lab.emulator.server import EmulatorServer
 
 from .support import (
     TEST_FLUSH_INTERVAL_S,

@@ -121,7 +121,7 @@ class GatewayServer:
 
 def wait_background_idle(timeout: float = 10.0) -> None:
     """Wait until the in-thread gateway has no background work (ledger, learning) left."""
-    from uberllm import aio
+    from common import aio
 
     deadline = time.monotonic() + timeout
     while not aio.background_idle() and time.monotonic() < deadline:

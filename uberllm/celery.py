@@ -10,7 +10,7 @@ app = Celery("uberllm")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-# Task runs, failures and durations as Prometheus metrics (uberllm.metrics).
-from uberllm.metrics import connect_celery_signals  # noqa: E402
+# Task runs, failures and durations as Prometheus metrics (common.metrics).
+from common.metrics import connect_celery_signals  # noqa: E402
 
 connect_celery_signals()

@@ -40,7 +40,7 @@ def check_redis() -> tuple[bool, str]:
 def check_events() -> tuple[bool, str]:
     """The change listener is subscribed (started here if it was not). Never fails
     readiness: without it, changes still arrive within the cache TTLs."""
-    from uberllm import events
+    from common import events
 
     if not events.start_listener():
         return True, "in-process (no Redis)"

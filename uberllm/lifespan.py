@@ -18,8 +18,8 @@ logger = logging.getLogger(__name__)
 
 
 async def _startup() -> None:
-    from uberllm import events
-    from uberllm.tracing import configure_tracing
+    from common import events
+    from common.tracing import configure_tracing
 
     events.start_listener()
     configure_tracing()
@@ -46,7 +46,7 @@ def freeze_startup_objects() -> None:
 
 
 async def _shutdown() -> None:
-    from uberllm.aio import drain_background
+    from common.aio import drain_background
 
     timeout = settings.UBERLLM.get("DRAIN_BACKGROUND_TIMEOUT_S", 30.0)
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 import environ
 from celery.schedules import crontab
 
-from uberllm.logs import logging_config
+from common.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "providers",
     "billing",
     "routing",
+    "lab",
 ]
 
 # The dashboard, admin and APIs go through this chain; the chat endpoints skip it (a lean
@@ -265,7 +266,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # LOG_FORMAT=json (one JSON object a line, for a log pipeline) or text (for a terminal);
-# both carry the request's generation id (uberllm/logs.py, docs/operations.md).
+# both carry the request's generation id (common/logs.py, docs/operations.md).
 LOG_FORMAT = env("LOG_FORMAT", default="text")
 LOGGING = logging_config(LOG_FORMAT, env("LOG_LEVEL", default="WARNING"))
 

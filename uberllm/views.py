@@ -8,8 +8,9 @@ import hmac
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from common import metrics as metrics_module
+
 from . import health
-from . import metrics as metrics_module
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -5,7 +5,7 @@ The session owns the orchestration that the live gateway and the simulator share
 wins, which are cancelled, when the request gives up. It does no I/O and reads no
 clock: the shell feeds it events with the time they happened, and executes the
 actions it returns (the shells: routing/gateway/call.py with asyncio tasks,
-routing/simulator/shell.py on a virtual clock). Where to go and what to learn are the
+lab/simulator/shell.py on a virtual clock). Where to go and what to learn are the
 ``Router``'s business (the live gateway's plan-based router, or a simulator strategy).
 
     session = GatewaySession(request, router)

@@ -23,8 +23,8 @@ from django.utils import timezone
 
 from billing.auth import KeyPrincipal
 from billing.ledger_writer import ledger_writer, queue_rejected
-from uberllm import events, metrics
-from uberllm.logs import bind_generation_id, unbind_generation_id
+from common import events, metrics
+from common.logs import bind_generation_id, unbind_generation_id
 
 from ..errors import GatewayError
 from .accept import Accepted, accept, require_key
@@ -153,7 +153,7 @@ class GatewayApp:
         return await accept(principal, body)
 
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
-        if not GatewayApp.listening:  # change propagation (uberllm.events), once per process
+        if not GatewayApp.listening:  # change propagation (common.events), once per process
             GatewayApp.listening = True
             events.start_listener()
         out = self.responder(send)

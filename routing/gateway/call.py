@@ -28,8 +28,8 @@ import orjson
 from django.conf import settings
 
 from billing.ledger import AttemptResult
+from common.aio import run_in_background
 from providers.upstream import UpstreamCall, UpstreamError, open_stream
-from uberllm.aio import run_in_background
 
 from ..budget import hedge_budget_reserve, hedge_budget_settle
 from ..core.session import (

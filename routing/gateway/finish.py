@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from billing import limits
 from billing.ledger import CallResult, OpenRow
 from billing.ledger_writer import ledger_writer, queue_finish, queue_open
-from uberllm import metrics
+from common import metrics
 
 from ..core.options import NOOP_KEYS
 from .accept import Accepted

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from billing.ledger import Checkpoint, OpenRow
 from billing.ledger_writer import queue_checkpoints
-from uberllm.aio import run_service
+from common.aio import run_service
 
 _live: set[Any] = set()  # routing.gateway.call.LiveCall objects of this process
 _task: asyncio.Task | None = None

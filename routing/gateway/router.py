@@ -25,7 +25,7 @@ from decimal import Decimal
 from django.conf import settings
 
 from billing.pricing import call_cost
-from uberllm.lean_sql import new_row
+from common.lean_sql import new_row
 
 from .. import budget
 from ..catalog import EndpointRoute

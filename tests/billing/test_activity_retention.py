@@ -18,12 +18,12 @@ from django.core.management import call_command
 from django.test import Client
 
 from billing import selectors
-from billing.management.commands.seed_activity import seed_activity
 from billing.models import Activity, Attempt, Membership, UsageRollupState
 from billing.retention import activity_archive, activity_archive_expired, archive_cutoff
 from billing.rollups import rollup_day, rollup_rebuild, rollup_refresh
 from billing.selectors import ActivityFilters
 from billing.tasks import activity_archive_task
+from lab.management.commands.seed_activity import seed_activity
 
 from ..support import make_tenant
 

@@ -194,7 +194,7 @@ def test_last_used_is_written_at_most_once_a_minute(tenant):
 
 @pytest.mark.django_db
 def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
-    """The writer's lean multi-row INSERT (uberllm.lean_sql.insert_rows, of plain rows
+    """The writer's lean multi-row INSERT (common.lean_sql.insert_rows, of plain rows
     from new_row) stores every field as the ORM's own save does: dates, decimals, JSON
     prices, savings, defaults, and every column of the attempts; in batches of one call
     and of several (on PostgreSQL a VALUES list, then typed arrays UNNEST-ed)."""
@@ -243,13 +243,13 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
 
 @pytest.mark.django_db
 def test_the_lean_select_reads_what_the_orm_reads(tenant, market):
-    """The writer's lean SELECT (uberllm.lean_sql.select_rows, used to finish pending
+    """The writer's lean SELECT (common.lean_sql.select_rows, used to finish pending
     rows) gives the values the ORM gives, converted the same way (JSON, decimals,
     dates), in the model's ordering; fields not asked for are deferred, not wrong."""
     from django.db import transaction
 
     from billing.ledger import OpenRow, ledger_write
-    from uberllm.lean_sql import select_rows
+    from common.lean_sql import select_rows
 
     now = timezone.now()
     ids = ["gen-sel-1", "gen-sel-2", "gen-sel-3"]

@@ -17,7 +17,6 @@ from django.db.models import F
 from django.test import Client
 
 from billing import selectors
-from billing.management.commands.seed_activity import seed_activity
 from billing.models import (
     Activity,
     ApiKey,
@@ -39,6 +38,7 @@ from billing.rollups import (
 )
 from billing.savings import Savings
 from billing.selectors import ActivityFilters
+from lab.management.commands.seed_activity import seed_activity
 
 from ..support import make_tenant
 

@@ -1,4 +1,4 @@
-from routing.core.bench import build_model, time_decisions
+from lab.core_bench import build_model, time_decisions
 
 
 def test_bench_model_has_twenty_endpoints_with_stats():

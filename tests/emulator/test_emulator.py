@@ -15,9 +15,9 @@ import orjson
 import pytest
 from openai import OpenAI
 
-from providers.emulator import EmulatorServer, estimate_prompt_tokens, load_config
-from providers.emulator.timing import prefill_s
-from providers.emulator.tokens import reply_text
+from lab.emulator import EmulatorServer, estimate_prompt_tokens, load_config
+from lab.emulator.timing import prefill_s
+from lab.emulator.tokens import reply_text
 
 MODEL = "deepseek/deepseek-v4.1-flash"
 KEY = "sk-emu-test-secret"

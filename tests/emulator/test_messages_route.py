@@ -10,7 +10,7 @@ import anthropic
 import httpx
 import pytest
 
-from providers.emulator import EmulatorServer
+from lab.emulator import EmulatorServer
 
 MODEL = "claude-emulated"
 KEY = "sk-ant-emu"

@@ -18,7 +18,7 @@ import pytest
 from django.conf import settings
 from openai import OpenAI
 
-from uberllm.fleet import Fleet, FleetConfig
+from lab.fleet import Fleet, FleetConfig
 
 from ..ops.helpers import chat, dashboard_post, dashboard_session, status_within
 from ..routing.test_smart_live import LONG, SHORT, _served, fresh
@@ -84,7 +84,7 @@ def fleet(django_db_setup, django_db_blocker, emulator_server):
 @pytest.fixture
 def shared(fleet, market, tenant, emulator):
     """The test process on the fleet's shared namespace (Redis keys and events)."""
-    from uberllm.events import CATALOG_CHANGED, publish
+    from common.events import CATALOG_CHANGED, publish
 
     settings.UBERLLM["SHARED_KEY_PREFIX"] = PREFIX
     configured = settings.REDIS_URL

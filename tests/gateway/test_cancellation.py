@@ -69,7 +69,7 @@ def test_disconnect_at_every_await_point(gateway_server, tenant, emulator, strea
                          "messages": [{"role": "user", "content": "hello " * 50}]})  # fmt: skip
 
     async def every_point() -> None:
-        from uberllm.aio import background_idle
+        from common.aio import background_idle
 
         for yields in YIELDS:
             sent = await _call_with_disconnect(tenant.key, body, yields)
@@ -173,8 +173,8 @@ def test_a_disconnect_closes_the_upstream_before_the_call_unwinds(
                          "messages": [{"role": "user", "content": "hello"}]})  # fmt: skip
 
     async def run() -> None:
+        from common.aio import background_idle
         from routing.gateway.asgi import ChatApp
-        from uberllm.aio import background_idle
 
         tokens = asyncio.Event()
         parts = [{"type": "http.request", "body": body, "more_body": False}]

@@ -1,4 +1,4 @@
-"""``uberllm.aio.BatchWriter``: how items become batches (the ledger's and the speed
+"""``common.aio.BatchWriter``: how items become batches (the ledger's and the speed
 samples' transactions under load)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from uberllm.aio import WRITERS, BatchWriter
+from common.aio import WRITERS, BatchWriter
 
 
 async def _batches_of_trickle(writer_kwargs: dict) -> list[list[str]]:
@@ -90,10 +90,10 @@ def test_a_backlog_of_full_batches_is_written_back_to_back():
 @pytest.mark.django_db(transaction=True)
 def test_the_ledger_and_the_speed_samples_are_written_from_one_writer_thread(monkeypatch):
     """One thread, so one database connection whose page cache stays valid from batch to
-    batch (``uberllm.aio.WRITER_THREAD``), not whichever thread of the default pool."""
+    batch (``common.aio.WRITER_THREAD``), not whichever thread of the default pool."""
     from billing.ledger_writer import _write
+    from common import aio
     from routing.outbox import _bulk_create_async
-    from uberllm import aio
 
     threads: list[str] = []
     close_old_connections = aio.close_old_connections

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from django.conf import settings
 
-from uberllm.fleet import render_nginx_config
+from lab.fleet import render_nginx_config
 
 DEPLOY = settings.BASE_DIR / "deploy"
 

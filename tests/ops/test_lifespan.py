@@ -8,8 +8,8 @@ import gc
 
 import pytest
 
+from common.aio import run_in_background
 from uberllm import lifespan
-from uberllm.aio import run_in_background
 
 
 @pytest.fixture(autouse=True)

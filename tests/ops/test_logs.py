@@ -14,7 +14,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from uberllm.logs import GenerationIdFilter, JsonFormatter, bind_generation_id, logging_config
+from common.logs import GenerationIdFilter, JsonFormatter, bind_generation_id, logging_config
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_exceptions_are_one_json_line(json_log):
 def test_log_format_setting_selects_json_lines_for_the_whole_process():
     code = (
         "import django, logging; django.setup(); "
-        "from uberllm.logs import bind_generation_id; bind_generation_id('gen-9'); "
+        "from common.logs import bind_generation_id; bind_generation_id('gen-9'); "
         "logging.getLogger('uberllm.test').warning('hello %s', 'world')"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "uberllm.settings", "LOG_FORMAT": "json",

@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from uberllm import metrics
+from common import metrics
 
 from ..support import SubprocessGateway
 
@@ -100,7 +100,7 @@ WRITER = """
 import django, os
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
 django.setup()
-from uberllm import metrics
+from common import metrics
 metrics.observe_call(model="test/model-a", provider="bravo", status="success", protocol="json",
     bucket="lt32k", ttft_s=None, total_s=0.7, cost_usd=0.25)
 metrics.set_inflight(2)

@@ -8,9 +8,9 @@ import asyncio
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from uberllm import tracing
-from uberllm.aio import run_in_background
-from uberllm.logs import bind_generation_id
+from common import tracing
+from common.aio import run_in_background
+from common.logs import bind_generation_id
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def exporter():
 
 async def test_a_request_its_attempts_and_its_ledger_write_are_one_trace(exporter):
     async def ledger_write(parent) -> None:  # runs in a fresh context, like the ledger's
-        bind_generation_id("gen-trace-1")  # so it binds the id again (uberllm.logs)
+        bind_generation_id("gen-trace-1")  # so it binds the id again (common.logs)
         with tracing.span("ledger.write", parent=parent, status="success"):
             await asyncio.sleep(0)
 

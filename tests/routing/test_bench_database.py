@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from routing.benchmark.database import admin_params, ensure_database
+from lab.benchmark.database import admin_params, ensure_database
 
 
 def _admin(config: dict) -> psycopg.Connection:

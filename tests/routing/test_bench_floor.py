@@ -1,4 +1,4 @@
-"""The benchmark's floor app (routing.benchmark.floor) relays a real stream from the
+"""The benchmark's floor app (lab.benchmark.floor) relays a real stream from the
 emulator, through either upstream client, and keeps its raw connection alive."""
 
 import asyncio
@@ -6,7 +6,7 @@ import asyncio
 import orjson
 import pytest
 
-from routing.benchmark import floor
+from lab.benchmark import floor
 
 from ..support import TEST_MODEL
 

@@ -1,9 +1,9 @@
 """bench_memory's report: the samples, their differences, and the growth per minute
-after the first minute (routing/benchmark/memory.py)."""
+after the first minute (lab/benchmark/memory.py)."""
 
 from __future__ import annotations
 
-from routing.benchmark.memory import Sample, render
+from lab.benchmark.memory import Sample, render
 
 
 def test_the_report_gives_the_growth_after_the_first_minute() -> None:

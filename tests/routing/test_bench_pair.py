@@ -1,7 +1,7 @@
-"""The paired A/B benchmark's summary (routing.benchmark.pair): medians over rounds,
+"""The paired A/B benchmark's summary (lab.benchmark.pair): medians over rounds,
 added TTFT against the direct cells, CPU ratios to the first side."""
 
-from routing.benchmark.pair import parse_cell, render, summarise
+from lab.benchmark.pair import parse_cell, render, summarise
 
 
 def outcome(cpu: float, p50: float, p99: float, rps: float) -> dict:

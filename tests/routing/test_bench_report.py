@@ -3,8 +3,8 @@ and the server commands it starts."""
 
 from __future__ import annotations
 
-from routing.benchmark.report import comparison, targets
-from routing.benchmark.run import gateway_argv
+from lab.benchmark.report import comparison, targets
+from lab.benchmark.run import gateway_argv
 
 
 def result(rps: float, ttft_p50: float, ttft_p99: float, cpu_ms: float | None = None) -> dict:
@@ -71,7 +71,7 @@ def test_gateway_commands() -> None:
 
 
 def test_a_paced_cell_runs_long_enough_for_its_minimum_of_streams(tmp_path):
-    from routing.benchmark.run import PACED, UNPACED, Bench, Options
+    from lab.benchmark.run import PACED, UNPACED, Bench, Options
 
     bench = Bench(Options(duration=5.0, min_paced_streams=30, log=lambda _: None), tmp_path)
     bench.mode = PACED
@@ -82,7 +82,7 @@ def test_a_paced_cell_runs_long_enough_for_its_minimum_of_streams(tmp_path):
 
 
 def test_bench_prompt_times_each_step_of_a_conversation_of_the_size_asked():
-    from routing.benchmark.prompt import STEPS, conversation, measure, render
+    from lab.benchmark.prompt import STEPS, conversation, measure, render
 
     assert 45_000 <= len(conversation(50)) <= 55_000
     (row,) = measure([50], repeats=1)
@@ -93,7 +93,7 @@ def test_bench_prompt_times_each_step_of_a_conversation_of_the_size_asked():
 
 
 def test_the_bench_header_names_the_cpu_and_its_reference_loop():
-    from routing.benchmark.procs import cpu_model, cpu_reference_ms
+    from lab.benchmark.procs import cpu_model, cpu_reference_ms
 
     assert cpu_reference_ms(20_000) > 0  # milliseconds, a float (no time is asserted)
     with open("/proc/cpuinfo") as f:

@@ -8,11 +8,11 @@ import asyncio
 import orjson
 import pytest
 
-from providers.emulator.server import EmulatorServer
-from routing.benchmark import figures
-from routing.benchmark.faultclient import Cut, Reply, request
-from routing.benchmark.figures import Row
-from routing.benchmark.tcpproxy import PausableProxy
+from lab.benchmark import figures
+from lab.benchmark.faultclient import Cut, Reply, request
+from lab.benchmark.figures import Row
+from lab.benchmark.tcpproxy import PausableProxy
+from lab.emulator.server import EmulatorServer
 
 PROFILE = {
     "seed": 1,
@@ -226,7 +226,7 @@ async def test_client_cut_after_headers_before_a_token(emulator) -> None:
 def test_per_request_keys_and_rows_of_the_loadtest_organisation() -> None:
     from billing.keys import parse_key, secret_matches
     from billing.models import ApiKey
-    from routing.benchmark import rows as ledger
+    from lab.benchmark import rows as ledger
 
     org = ledger.organisation()
     keys = ledger.create_keys(org, 3, "loadtest t")

@@ -7,13 +7,13 @@ import json
 import subprocess
 import sys
 
-from routing.benchmark.sizing import render
+from lab.benchmark.sizing import render
 
 from ..support import TEST_MARKET, TEST_MODEL
 
 
 def _loadgen(url: str, body: dict, *extra: str) -> dict:
-    argv = [sys.executable, "-m", "routing.benchmark.loadgen", "--url", url,
+    argv = [sys.executable, "-m", "lab.benchmark.loadgen", "--url", url,
             "--body", json.dumps(body), "-c", "2", "--warmup", "0.2", "--duration", "0.5",
             *extra]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)

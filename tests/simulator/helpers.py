@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from routing.simulator import load_scenario, simulate
+from lab.simulator import load_scenario, simulate
 
 
 @cache

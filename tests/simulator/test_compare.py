@@ -1,10 +1,10 @@
-"""The before/after tables of docs/simulator.md (routing.simulator.compare)."""
+"""The before/after tables of docs/simulator.md (lab.simulator.compare)."""
 
 from __future__ import annotations
 
 import json
 
-from routing.simulator.compare import main, table
+from lab.simulator.compare import main, table
 
 from .helpers import document
 

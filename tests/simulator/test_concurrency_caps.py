@@ -3,8 +3,8 @@ provider keeps its share."""
 
 from __future__ import annotations
 
-from routing.simulator import load_scenario, simulate
-from routing.simulator.cli import with_gateway
+from lab.simulator import load_scenario, simulate
+from lab.simulator.cli import with_gateway
 
 
 def _smart(caps: bool, seed: int = 1) -> dict:

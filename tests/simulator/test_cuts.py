@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from routing.simulator import load_scenario, simulate
+from lab.simulator import load_scenario, simulate
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "routing" / "simulator" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "lab" / "simulator" / "scenarios"
 
 
 def test_a_provider_cutting_streams_is_demoted(tmp_path):

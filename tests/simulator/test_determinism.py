@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from routing.simulator.cli import main, run
-from routing.simulator.scenario import shipped_names
-from routing.simulator.strategies import STRATEGIES
+from lab.simulator.cli import main, run
+from lab.simulator.scenario import shipped_names
+from lab.simulator.strategies import STRATEGIES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,9 +94,9 @@ def test_list_names_scenarios_and_strategies() -> None:
 def test_module_entry_point_runs_without_django() -> None:
     code = (
         "import sys, runpy; sys.argv = ['x', '--list']; "
-        "runpy.run_module('routing.simulator', run_name='__main__')"
+        "runpy.run_module('lab.simulator', run_name='__main__')"
     )
-    probe = "import routing.simulator, sys; print('django' in sys.modules)"
+    probe = "import lab.simulator, sys; print('django' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )

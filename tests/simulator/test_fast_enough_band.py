@@ -5,8 +5,8 @@ agent turns it sells cheapest."""
 
 from __future__ import annotations
 
-from routing.simulator import load_scenario, simulate
-from routing.simulator.cli import with_gateway
+from lab.simulator import load_scenario, simulate
+from lab.simulator.cli import with_gateway
 
 
 def _smart(*overrides: str) -> dict:

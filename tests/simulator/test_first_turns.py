@@ -5,8 +5,8 @@ reads 50x hoardcache's), then moved to hoardcache one uncached, slow turn later.
 
 from __future__ import annotations
 
-from routing.simulator import load_scenario, simulate
-from routing.simulator.cli import with_gateway
+from lab.simulator import load_scenario, simulate
+from lab.simulator.cli import with_gateway
 
 
 def _run(seed: int, *overrides: str) -> dict:

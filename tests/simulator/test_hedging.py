@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from routing.simulator import load_scenario, run_strategy
+from lab.simulator import load_scenario, run_strategy
 
 
 def _scenario(budget: float, start_epoch_offset: float = 0.0):

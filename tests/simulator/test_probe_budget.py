@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from routing.simulator import load_scenario, simulate
-from routing.simulator.cli import run, with_gateway
-from routing.simulator.report import format_report
+from lab.simulator import load_scenario, simulate
+from lab.simulator.cli import run, with_gateway
+from lab.simulator.report import format_report
 
 REQUESTS = 4000  # about 45 simulated minutes of deepseek-v4.1-flash
 
@@ -52,7 +52,7 @@ def test_the_report_shows_the_probe_budget():
 def test_gateway_overrides_are_checked():
     import pytest
 
-    from routing.simulator.scenario import ScenarioError
+    from lab.simulator.scenario import ScenarioError
 
     with pytest.raises(ScenarioError):
         run({"scenario": "outage", "gateway": ["no_such_setting=1"], "no_progress": True})

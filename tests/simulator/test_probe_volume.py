@@ -5,8 +5,8 @@ the >128k bucket carries ~1% of the traffic, yet its 150k probes are the dearest
 
 from __future__ import annotations
 
-from routing.simulator import load_scenario, simulate
-from routing.simulator.cli import with_gateway
+from lab.simulator import load_scenario, simulate
+from lab.simulator.cli import with_gateway
 
 
 def _smart(share: float) -> dict:

@@ -59,9 +59,9 @@ def test_an_endpoint_that_got_faster_where_no_probe_goes_is_noticed_within_minut
 
 
 def test_cut_streams_count_as_failures_and_a_run_of_them_marks():
-    from routing.simulator import load_scenario
-    from routing.simulator.market import Market
-    from routing.simulator.strategies.knowledge import Knowledge
+    from lab.simulator import load_scenario
+    from lab.simulator.market import Market
+    from lab.simulator.strategies.knowledge import Knowledge
 
     scenario = load_scenario("coding-agent")
     knowledge = Knowledge(dict(scenario.gateway), Market(scenario, 1))

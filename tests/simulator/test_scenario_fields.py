@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from routing.simulator import simulate
-from routing.simulator.cli import run as cli_run
-from routing.simulator.cli import with_gateway
-from routing.simulator.engine import Engine
-from routing.simulator.market import Market
-from routing.simulator.run import run_strategy
-from routing.simulator.scenario import ScenarioError, load_scenario, parse_scenario
-from routing.simulator.traffic import generate_traffic, utc_hour
+from lab.simulator import simulate
+from lab.simulator.cli import run as cli_run
+from lab.simulator.cli import with_gateway
+from lab.simulator.engine import Engine
+from lab.simulator.market import Market
+from lab.simulator.run import run_strategy
+from lab.simulator.scenario import ScenarioError, load_scenario, parse_scenario
+from lab.simulator.traffic import generate_traffic, utc_hour
 
 
 def endpoint(**fields: Any) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from routing.simulator.scenario import shipped_names
-from routing.simulator.strategies import STRATEGIES
+from lab.simulator.scenario import shipped_names
+from lab.simulator.strategies import STRATEGIES
 
 from .helpers import document, summary
 

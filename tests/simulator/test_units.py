@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from routing.simulator.market import Market
-from routing.simulator.randomness import Dist, mix, uniforms
-from routing.simulator.scenario import SCENARIO_DIR, ScenarioError, load_scenario, parse_scenario
-from routing.simulator.strategies.litellm import _append
-from routing.simulator.traffic import generate_traffic
+from lab.simulator.market import Market
+from lab.simulator.randomness import Dist, mix, uniforms
+from lab.simulator.scenario import SCENARIO_DIR, ScenarioError, load_scenario, parse_scenario
+from lab.simulator.strategies.litellm import _append
+from lab.simulator.traffic import generate_traffic
 
 
 def _raw() -> dict:

@@ -1,7 +1,0 @@
-"""``python -m routing.simulator ...`` (same options as ``manage.py simulate``)."""
-
-import sys
-
-from .cli import main
-
-sys.exit(main())
