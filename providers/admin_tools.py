@@ -10,10 +10,6 @@ from decimal import Decimal, InvalidOperation
 
 from django import forms
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
-from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from .models import Endpoint
@@ -198,36 +194,7 @@ class ModelPriceMixin(CatalogWidgetsMixin, PriceHistoryMixin):
 
 
 class EndpointToolsMixin(CatalogWidgetsMixin, PriceHistoryMixin):
-    """For the Endpoint admin: the form above, price history and the health page."""
+    """For the Endpoint admin: the form above and price history (routing/admin.py adds
+    the health page: the catalog never imports routing)."""
 
     form = EndpointForm
-
-    def get_list_display(self, request):
-        return [*super().get_list_display(request), "health_link"]
-
-    @admin.display(description="health")
-    def health_link(self, obj) -> str:
-        url = reverse("admin:providers_endpoint_health", args=[obj.pk])
-        return format_html('<a href="{}">health</a>', url)
-
-    def get_urls(self):
-        health = self.admin_site.admin_view(self.health_view)
-        extra = [path("<int:endpoint_id>/health/", health, name="providers_endpoint_health")]
-        return [*extra, *super().get_urls()]
-
-    def health_view(self, request, endpoint_id: int):
-        from routing.health import endpoint_health
-
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        endpoint = get_object_or_404(Endpoint.objects.select_related("provider", "model"),
-                                     pk=endpoint_id)  # fmt: skip
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"Health of {endpoint}",
-            "opts": self.model._meta,
-            "endpoint": endpoint,
-            "health": endpoint_health(endpoint.id),
-            "price_changes": endpoint.price_changes.all()[:10],
-        }
-        return TemplateResponse(request, "admin/providers/endpoint/health.html", context)

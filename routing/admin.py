@@ -3,11 +3,16 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from billing.templatetags.dashboard import usd
+from providers.admin import EndpointAdmin
+from providers.models import Endpoint
 
+from .health import endpoint_health, probe_spend_per_day, probe_spend_today
 from .models import HedgeBudgetDay, ProbeResult, SpeedSample
 
 
@@ -53,8 +58,6 @@ class ProbeResultAdmin(ReadOnlyAdmin):
 
     def spend_view(self, request):
         """Probe spend (platform cost, never billed) per UTC day and model, 30 days."""
-        from .health import probe_spend_per_day, probe_spend_today
-
         if not self.has_view_permission(request):
             raise PermissionDenied
         rows = probe_spend_per_day(days=30)
@@ -75,3 +78,40 @@ class ProbeResultAdmin(ReadOnlyAdmin):
 class SpeedSampleAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "endpoint", "bucket", "ttft_ms", "is_probe", "restarts_window")
     list_filter = ("bucket", "is_probe", "endpoint__provider")
+
+
+class EndpointHealthAdmin(EndpointAdmin):
+    """The catalog's Endpoint admin with routing's health page for each endpoint: routing
+    registers it over the catalog's own, so the catalog never imports routing."""
+
+    def get_list_display(self, request):
+        return [*super().get_list_display(request), "health_link"]
+
+    @admin.display(description="health")
+    def health_link(self, obj: Endpoint) -> str:
+        url = reverse("admin:providers_endpoint_health", args=[obj.pk])
+        return format_html('<a href="{}">health</a>', url)
+
+    def get_urls(self):
+        health = self.admin_site.admin_view(self.health_view)
+        extra = [path("<int:endpoint_id>/health/", health, name="providers_endpoint_health")]
+        return [*extra, *super().get_urls()]
+
+    def health_view(self, request, endpoint_id: int):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        endpoints = Endpoint.objects.select_related("provider", "model")
+        endpoint = get_object_or_404(endpoints, pk=endpoint_id)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Health of {endpoint}",
+            "opts": self.model._meta,
+            "endpoint": endpoint,
+            "health": endpoint_health(endpoint.id),
+            "price_changes": endpoint.price_changes.all()[:10],
+        }
+        return TemplateResponse(request, "admin/providers/endpoint/health.html", context)
+
+
+admin.site.unregister(Endpoint)
+admin.site.register(Endpoint, EndpointHealthAdmin)
