@@ -7,9 +7,13 @@ from datetime import date
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.core.validators import MaxValueValidator, MinValueValidator
+from django.utils import timezone
+
+from providers.validators import check_upstream_host
 
 from .models import Activity, Membership
 from .selectors import ActivityFilters, api_key_choices, filter_choices
+from .services import KEY_LIMIT_FIELDS
 
 
 class DateInput(forms.DateInput):
@@ -137,7 +141,6 @@ class ApiKeyCreateForm(forms.Form):
     max_concurrent = _count_field("Calls at once")
 
     def clean_expires_at(self):
-        from django.utils import timezone
 
         expires = self.cleaned_data.get("expires_at")
         if expires is not None and expires <= timezone.now():
@@ -154,7 +157,6 @@ class ApiKeyCreateForm(forms.Form):
 
     def limits(self) -> dict:
         """The limit fields, for ``api_key_create(**limits)`` (None: not set)."""
-        from .services import KEY_LIMIT_FIELDS
 
         data = self.cleaned_data
         return {name: data.get(name) if name != "allowed_models" else data.get(name) or None
@@ -180,8 +182,6 @@ class OrganisationLimitsForm(forms.Form):
         """No internal or metadata address (the upstream URL check: alerts are POSTed
         from the platform's network)."""
         from urllib.parse import urlsplit
-
-        from providers.validators import check_upstream_host
 
         url = self.cleaned_data.get("alert_webhook_url") or ""
         if url:

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 
+from providers.models import Endpoint, Model
+
 from .pricing import call_cost
 
 CACHE_TTL_S = 5.0
@@ -28,7 +30,6 @@ _lock = threading.Lock()
 
 
 def _load_reference_prices(model_slug: str) -> dict:
-    from providers.models import Endpoint, Model
 
     model = Model.objects.filter(slug=model_slug).first()
     if model is None:

@@ -13,6 +13,13 @@ from decimal import Decimal
 
 from django.db.models.signals import post_save, pre_save
 
+from common import events
+from providers.models import Endpoint, Model
+
+from .auth import forget_cached_key
+from .limits import forget_key_spend
+from .services import price_changes_record
+
 ENDPOINT_PRICES = ("price_input", "price_cache_read", "price_cache_write", "price_output")
 MODEL_PRICES = ("list_price_input", "list_price_cache_read", "list_price_output")
 
@@ -37,7 +44,6 @@ def remember_old_prices(sender, instance, **kwargs) -> None:
 def record_price_changes(sender, instance, created, raw=False, **kwargs) -> None:
     if raw:  # fixtures load history as is
         return
-    from .services import price_changes_record
 
     fields = _fields(sender)
     for name in fields:  # compare Decimals, whatever type the caller assigned
@@ -52,8 +58,6 @@ def record_price_changes(sender, instance, created, raw=False, **kwargs) -> None
 
 def forget_api_key(payload: dict) -> None:
     """Drop a changed key's cached row and cached spend (only caches: idempotent)."""
-    from .auth import forget_cached_key
-    from .limits import forget_key_spend
 
     if payload.get("prefix"):
         forget_cached_key(payload["prefix"])
@@ -62,8 +66,6 @@ def forget_api_key(payload: dict) -> None:
 
 
 def connect() -> None:
-    from common import events
-    from providers.models import Endpoint, Model
 
     events.register(events.API_KEY_CHANGED, forget_api_key)
     for model in (Endpoint, Model):

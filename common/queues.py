@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from celery import current_app as app  # the project's app (uberllm/celery.py)
+
 from common import metrics
 
 QUEUES = ("celery",)  # the project's one queue (every task is routed to the default)
@@ -10,7 +12,6 @@ QUEUES = ("celery",)  # the project's one queue (every task is routed to the def
 def queue_sizes_sample(queues: tuple[str, ...] = QUEUES) -> dict[str, int]:
     """Read each queue's length from the broker (any kombu transport: a passive declare
     counts without consuming) and record it; returns {queue: messages waiting}."""
-    from celery import current_app as app  # the project's app (uberllm/celery.py)
 
     sizes = {}
     with app.connection_for_read() as connection:

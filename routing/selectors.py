@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from .catalog import catalog_cache
+from .core.types import BUCKETS
+from .memory import memory
 
 
 def _price(value) -> str:
@@ -14,8 +16,6 @@ def _price(value) -> str:
 def _speed(endpoint_id: int) -> dict:
     """What routing has learnt of an endpoint (this process's snapshot): typical TTFT per
     prompt-size bucket (ms) with its sample count, and output tokens per second."""
-    from .core.types import BUCKETS
-    from .memory import memory
 
     speed = memory.speed
     ttft = {}

@@ -8,6 +8,12 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
+from common.queues import queue_sizes_sample
+
+from .budget import hedge_budget_open_day
+from .probes import current_cycle, probe_cycle_once, probe_endpoint_ids
+from .services import history_prune
+
 # A per-endpoint probe task ends within PROBE_TIMEOUT_S (the probes' own timeout) plus
 # its database writes; its Celery limits sit this far above, so they never fire first.
 PROBE_TASK_MARGIN_S = 30.0
@@ -17,7 +23,6 @@ PROBE_TASK_MARGIN_S = 30.0
 def probe_endpoints_task(cycle: int | None = None) -> int:
     """R5, every PROBE_PERIOD_S (beat): one ``routing.probe_endpoint`` task per endpoint
     with probes left in this cycle. Returns how many were queued."""
-    from .probes import current_cycle, probe_endpoint_ids
 
     cycle = current_cycle() if cycle is None else cycle
     timeout = settings.UBERLLM["PROBE_TIMEOUT_S"]
@@ -35,7 +40,6 @@ def probe_endpoints_task(cycle: int | None = None) -> int:
 @shared_task(name="routing.probe_endpoint")
 def probe_endpoint_task(cycle: int, endpoint_id: int) -> dict[str, int]:
     """Probe one endpoint at every probe size (idempotent per cycle); counts by status."""
-    from .probes import probe_cycle_once
 
     return asyncio.run(probe_cycle_once(cycle, endpoint_id))
 
@@ -43,7 +47,6 @@ def probe_endpoint_task(cycle: int, endpoint_id: int) -> dict[str, int]:
 @shared_task(name="routing.prune_history")
 def prune_history_task() -> dict[str, int]:
     """Retention: speed samples past SPEED_MAX_AGE_S, probe results past their age."""
-    from .services import history_prune
 
     return history_prune()
 
@@ -53,7 +56,6 @@ def probe_cold_endpoints_task() -> dict[str, int]:
     """Cold start (issue 10): probe, at once, endpoints without any speed data (new,
     re-enabled, or all of them after ``make run``), below 8k too. Beat: every minute;
     also sent when a worker is ready."""
-    from .probes import probe_cycle_once
 
     return asyncio.run(probe_cycle_once(cold_only=True))
 
@@ -66,7 +68,6 @@ def _probe_cold_endpoints_at_start(**_: object) -> None:
 @shared_task(name="routing.hedge_budget_open_day")
 def hedge_budget_open_day_task() -> str:
     """R3.4: at 00:00 UTC, open the new day's hedge budget (a new row: a full budget)."""
-    from .budget import hedge_budget_open_day
 
     return str(hedge_budget_open_day())
 
@@ -74,6 +75,5 @@ def hedge_budget_open_day_task() -> str:
 @shared_task(name="routing.sample_queue_sizes")
 def sample_queue_sizes_task() -> dict[str, int]:
     """Metrics: the Celery broker's queue lengths (uberllm_queue_size)."""
-    from common.queues import queue_sizes_sample
 
     return queue_sizes_sample()

@@ -6,11 +6,11 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .errors import GatewayError, unless_read
+from .selectors import models_payload
 
 
 async def models_list(request: HttpRequest) -> HttpResponse:
     """GET /api/v1/models: the catalog with every endpoint's prices (public, like OpenAI's)."""
-    from .selectors import models_payload
 
     if (refused := unless_read(request)) is not None:
         return refused

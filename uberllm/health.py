@@ -11,6 +11,10 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
+
+from common import events
+from routing.catalog import load_catalog
 
 REDIS_TIMEOUT_S = 1.0
 _migrations_applied = False  # once true, stays true for the life of the process
@@ -40,7 +44,6 @@ def check_redis() -> tuple[bool, str]:
 def check_events() -> tuple[bool, str]:
     """The change listener is subscribed (started here if it was not). Never fails
     readiness: without it, changes still arrive within the cache TTLs."""
-    from common import events
 
     if not events.start_listener():
         return True, "in-process (no Redis)"
@@ -53,7 +56,6 @@ def check_migrations() -> tuple[bool, str]:
     global _migrations_applied
     if _migrations_applied:
         return True, "all applied"
-    from django.db.migrations.executor import MigrationExecutor
 
     executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
     plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
@@ -65,7 +67,6 @@ def check_migrations() -> tuple[bool, str]:
 
 
 def check_catalog() -> tuple[bool, str]:
-    from routing.catalog import load_catalog
 
     catalog = load_catalog()
     endpoints = sum(len(model.endpoints) for model in catalog.values())

@@ -14,12 +14,14 @@ import logging
 
 from django.conf import settings
 
+from common import events
+from common.aio import drain_background
+from common.tracing import configure_tracing
+
 logger = logging.getLogger(__name__)
 
 
 async def _startup() -> None:
-    from common import events
-    from common.tracing import configure_tracing
 
     events.start_listener()
     configure_tracing()
@@ -46,7 +48,6 @@ def freeze_startup_objects() -> None:
 
 
 async def _shutdown() -> None:
-    from common.aio import drain_background
 
     timeout = settings.UBERLLM.get("DRAIN_BACKGROUND_TIMEOUT_S", 30.0)
     try:
