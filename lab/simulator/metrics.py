@@ -154,24 +154,10 @@ class Metrics:
         of the requests arriving in [from, to) and the platform spend incurred then
         (``probe_spend_by_day`` and ``probes_over_budget`` stay whole-run: they are the
         probe budget's own bookkeeping)."""
-        rows = self.records
-        if window is not None:
-            start, end = window
-            rows = [r for r in rows if r[14] >= start and (end is None or r[14] < end)]
+        rows = self._rows_in(window)
         platform = self._platform(window)
-        hedge_spend, probe_spend = platform["hedge_spend"], platform["probe_spend"]
-        cut_spend = platform["cut_spend"]
         n = len(rows) or 1
         served = [r for r in rows if not r[4]]
-        long_streams = [r for r in served if r[1] and r[2] >= LONG_TOKENS]
-        cost = sum(r[7] for r in rows)
-        tokens = sum(r[2] + r[3] for r in served) or 1
-        by_provider: dict[str, int] = defaultdict(int)
-        by_bucket: list[dict[str, int]] = [defaultdict(int) for _ in BUCKET_NAMES]
-        for r in served:
-            by_provider[self.provider_of[r[12]]] += 1
-            by_bucket[r[0]][self.provider_of[r[12]]] += 1
-        fast = [r[13] for r in served if r[13] is not None]
         return {
             "requests": len(rows),
             "failed_share": _r(sum(r[4] for r in rows) / n, 5),
@@ -181,46 +167,71 @@ class Metrics:
                 for index, name in enumerate(BUCKET_NAMES)
             },
             "whole_request_s": _times([r[6] for r in served]),
-            "cost_usd_per_1k_requests": _r(1000 * cost / n, 5),
-            # the headline: what customers paid plus platform spend (probes, hedge legs)
-            "total_cost_usd_per_1k_requests": _r(
-                1000 * (cost + hedge_spend + probe_spend + cut_spend) / n, 5
-            ),
-            "cost_usd_per_1m_tokens": _r(1e6 * cost / tokens, 5),
-            "long_streams": {
-                "n": len(long_streams),
-                "cost_usd_per_1k": _r(
-                    1000 * sum(r[7] for r in long_streams) / (len(long_streams) or 1), 5
-                ),
-                "ttft_s": _times([r[5] for r in long_streams]),
-            },
+            **self._costs(rows, served, platform),
             "retry_share": _r(sum(r[8] for r in rows) / n, 5),
             "share_with_429": _r(sum(r[9] for r in rows) / n, 5),
             "hedged_share": _r(sum(r[10] for r in rows) / n, 5),
-            "hedge_spend_usd": _r(hedge_spend, 5),
-            "probe_spend_usd": _r(probe_spend, 5),
+            **self._platform_figures(platform, n),
+            "lost_ms_per_request": _r(1000 * sum(r[11] for r in rows) / n, 1),
+            "fast_enough_share": _fast_enough_share(served),
+            **self._provider_shares(served),
+        }
+
+    def _rows_in(self, window: Window | None) -> list[tuple]:
+        """The records of the requests arriving in ``window`` (all without one)."""
+        if window is None:
+            return self.records
+        start, end = window
+        return [r for r in self.records if r[14] >= start and (end is None or r[14] < end)]
+
+    @staticmethod
+    def _costs(rows: list[tuple], served: list[tuple], platform: dict) -> dict[str, Any]:
+        """What customers paid, with platform spend (the headline), and long streams'."""
+        n = len(rows) or 1
+        cost = sum(r[7] for r in rows)
+        hedge, probe, cut = platform["hedge_spend"], platform["probe_spend"], platform["cut_spend"]
+        tokens = sum(r[2] + r[3] for r in served) or 1
+        long_streams = [r for r in served if r[1] and r[2] >= LONG_TOKENS]
+        long_cost = sum(r[7] for r in long_streams)
+        return {
+            "cost_usd_per_1k_requests": _r(1000 * cost / n, 5),
+            # the headline: what customers paid plus platform spend (probes, hedge legs)
+            "total_cost_usd_per_1k_requests": _r(1000 * (cost + hedge + probe + cut) / n, 5),
+            "cost_usd_per_1m_tokens": _r(1e6 * cost / tokens, 5),
+            "long_streams": {
+                "n": len(long_streams),
+                "cost_usd_per_1k": _r(1000 * long_cost / (len(long_streams) or 1), 5),
+                "ttft_s": _times([r[5] for r in long_streams]),
+            },
+        }
+
+    def _platform_figures(self, platform: dict, n: int) -> dict[str, Any]:
+        """Hedge, probe and cut spend, and the probe budget's bookkeeping."""
+        spend = platform["hedge_spend"] + platform["probe_spend"] + platform["cut_spend"]
+        by_day = sorted(self.probe_spend_by_day.items())
+        return {
+            "hedge_spend_usd": _r(platform["hedge_spend"], 5),
+            "probe_spend_usd": _r(platform["probe_spend"], 5),
             "probes": platform["probes"],
             "cut_streams": platform["cut_streams"],
             "probe_budget_usd_per_day": self.probe_budget_usd_per_day,
-            "probe_spend_by_day": {
-                str(day): _r(usd, 6) for day, usd in sorted(self.probe_spend_by_day.items())
-            },
+            "probe_spend_by_day": {str(day): _r(usd, 6) for day, usd in by_day},
             "probes_over_budget": self.probes_over_budget,
             "probes_below_volume": self.probes_below_volume,
-            "platform_usd_per_1k_requests": _r(
-                1000 * (hedge_spend + probe_spend + cut_spend) / n, 5
-            ),
-            "lost_ms_per_request": _r(1000 * sum(r[11] for r in rows) / n, 1),
-            "fast_enough_share": _r(sum(fast) / (len(fast) or 1), 5),
-            "provider_share": {
-                slug: _r(count / (len(served) or 1), 5)
-                for slug, count in sorted(by_provider.items())
-            },
+            "platform_usd_per_1k_requests": _r(1000 * spend / n, 5),
+        }
+
+    def _provider_shares(self, served: list[tuple]) -> dict[str, Any]:
+        """Each provider's share of the served calls, overall and per bucket."""
+        by_provider: dict[str, int] = defaultdict(int)
+        by_bucket: list[dict[str, int]] = [defaultdict(int) for _ in BUCKET_NAMES]
+        for r in served:
+            by_provider[self.provider_of[r[12]]] += 1
+            by_bucket[r[0]][self.provider_of[r[12]]] += 1
+        return {
+            "provider_share": _shares(by_provider, len(served), 5),
             "provider_share_by_bucket": {
-                name: {
-                    slug: _r(count / (sum(by_bucket[index].values()) or 1), 4)
-                    for slug, count in sorted(by_bucket[index].items())
-                }
+                name: _shares(by_bucket[index], sum(by_bucket[index].values()), 4)
                 for index, name in enumerate(BUCKET_NAMES)
             },
         }
@@ -242,3 +253,12 @@ class Metrics:
                 }
             )
         return out
+
+
+def _shares(counts: dict[str, int], total: int, digits: int) -> dict[str, float]:
+    return {slug: _r(count / (total or 1), digits) for slug, count in sorted(counts.items())}
+
+
+def _fast_enough_share(served: list[tuple]) -> float:
+    fast = [r[13] for r in served if r[13] is not None]
+    return _r(sum(fast) / (len(fast) or 1), 5)
