@@ -15,6 +15,7 @@ _TYPES = {
     411: "invalid_request_error",
     413: "invalid_request_error",
     415: "invalid_request_error",
+    422: "invalid_request_error",
     429: "rate_limit_error",
     500: "api_error",
     502: "upstream_error",

@@ -97,15 +97,25 @@ def _check_spec(body: dict) -> None:
     validate.check_response_format(body)
 
 
-def parse_chat_request(raw: bytes) -> ChatRequest:
-    """Validate ``raw`` JSON; raises ``GatewayError(400)`` with a clear message."""
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise bad(f"Request body is not valid JSON: {exc}") from None
+def parse_chat_request(raw: bytes, max_depth: int = validate.DEFAULT_MAX_JSON_DEPTH) -> ChatRequest:
+    """Validate ``raw`` JSON (nested at most ``max_depth`` levels); raises
+    ``GatewayError(400)`` with a clear message."""
+    body = loads(raw, max_depth)
     if not isinstance(body, dict):
         raise bad("Request body must be a JSON object.")
     return chat_request_from(body)
+
+
+def loads(raw: bytes, max_depth: int) -> Any:
+    """The decoded body, nested at most ``max_depth`` levels, else ``GatewayError(400)``."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):  # orjson's own, past 1024 levels
+            raise validate.too_deep(None, max_depth) from None
+        raise bad(f"Request body is not valid JSON: {exc}") from None
+    validate.check_depth(body, max_depth)
+    return body
 
 
 def chat_request_from(body: dict[str, Any]) -> ChatRequest:

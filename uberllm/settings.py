@@ -276,6 +276,10 @@ UBERLLM = {
     # Largest accepted chat request body; larger gets HTTP 413 before it is read (from
     # Content-Length) or as soon as a chunked body passes it.
     "MAX_BODY_BYTES": env.int("UBERLLM_MAX_BODY_BYTES", default=10 * 1024 * 1024),
+    # Deepest JSON nesting accepted in a chat or Messages body (the body itself is level
+    # 1); deeper is a 400 naming the field. Keep it well under 254: the upstream encoder
+    # (orjson) refuses more, and the protocol translations add a few levels.
+    "MAX_JSON_DEPTH": env.int("UBERLLM_MAX_JSON_DEPTH", default=128),
     # A chat body larger than this does its per-message work (validation, token estimate,
     # prefix hashes) in a worker thread, so the event loop keeps relaying other streams.
     "OFF_LOOP_BODY_BYTES": env.int("UBERLLM_OFF_LOOP_BODY_BYTES", default=64 * 1024),

@@ -348,7 +348,8 @@ def replan(accepted: Accepted) -> Accepted | None:
 
 async def accept(principal: KeyPrincipal, body: bytes) -> Accepted:
     """Validate and plan an authenticated request; raises GatewayError."""
-    chat = await per_message_work(len(body), parse_chat_request, body)
+    depth = settings.UBERLLM["MAX_JSON_DEPTH"]
+    chat = await per_message_work(len(body), parse_chat_request, body, depth)
     return await accept_chat(principal, chat, len(body))
 
 

@@ -32,6 +32,7 @@ from common.aio import run_in_background
 from providers.upstream import UpstreamCall, UpstreamError, open_stream
 
 from ..budget import hedge_budget_reserve, hedge_budget_settle
+from ..catalog import EndpointRoute
 from ..core.session import (
     Action,
     CancelLeg,
@@ -65,15 +66,25 @@ from .router import LiveRouter
 logger = logging.getLogger(__name__)
 
 
+# What a provider answers when the request, not the provider, is wrong: the client's error,
+# relayed with its status; it marks no endpoint (routing.core.retry.classify_failure).
+REQUEST_STATUSES = (400, 413, 422)
+# An attempt that failed before any upstream call because the gateway cannot encode the
+# request for that upstream (``request_body``): the request's error, never the provider's.
+REQUEST = "request"
+
+
 def final_error(error: UpstreamError | None, attempts: int) -> GatewayError:
     """The customer's error once every attempt failed: the last upstream error."""
     if error is None:
         return GatewayError(503, "No endpoint could be tried.", code="no_endpoint")
+    if error.kind == REQUEST:
+        return GatewayError(400, error.message, code="invalid_request_error")
+    if error.kind == "http" and error.status in REQUEST_STATUSES:
+        return _request_refused(error, attempts)
     code, retry_after_s = "upstream_error", None
     if error.kind == "timeout":
         status = 504
-    elif error.status in (400, 413, 422):
-        status = 400
     elif error.status == 429:
         status, retry_after_s = 429, 1
     elif error.status in (503, 529):
@@ -84,6 +95,38 @@ def final_error(error: UpstreamError | None, attempts: int) -> GatewayError:
         status = 502
     message = f"All {attempts} upstream attempt(s) failed; last: {error.message}"
     return GatewayError(status, message, code=code, retry_after_s=retry_after_s)
+
+
+def _request_refused(error: UpstreamError, attempts: int) -> GatewayError:
+    """The provider refused the request itself (400/413/422): the client gets that status
+    and the provider's own words."""
+    assert error.status is not None
+    words = provider_words(error.message)
+    message = f"{words} (the provider answered HTTP {error.status}; attempts: {attempts})"
+    return GatewayError(error.status, message, code="upstream_error")
+
+
+def provider_words(message: str) -> str:
+    """The message inside an upstream error body ("upstream HTTP 400: {json}") in
+    OpenAI's or Anthropic's error shape, else the text as it is."""
+    _, _, text = message.partition(": ")
+    try:
+        error = orjson.loads(text).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return message
+    inner = error.get("message") if isinstance(error, dict) else error
+    return inner if isinstance(inner, str) and inner else message
+
+
+def request_body(accepted: Accepted, route: EndpointRoute) -> bytes:
+    """The upstream body for ``route``; a body the gateway cannot encode (JSON nested past
+    the encoder's 254 levels, with ``MAX_JSON_DEPTH`` raised that far) is the request's
+    error, raised before any upstream call (UpstreamError kind ``request``)."""
+    try:
+        return accepted.upstream_body(route)
+    except orjson.JSONEncodeError as exc:
+        message = f"The request cannot be encoded for the provider: {exc}."
+        raise UpstreamError(REQUEST, message, 400) from None
 
 
 async def _first_token(attempt: LiveAttempt) -> None:
@@ -337,6 +380,8 @@ class LiveCall:
         except UpstreamError as error:
             if attempt.aborted:  # the client left and the call is being cancelled
                 return
+            if error.kind == REQUEST:  # no upstream call was made: no attempt to record
+                self.records.remove(attempt.record)
             self._failed(attempt, error)
             self.events.put_nowait(("failed", leg, error))
         except asyncio.CancelledError:
@@ -374,7 +419,7 @@ class LiveCall:
         raises UpstreamError, always with the stream closed. Once the provider answered
         200, the call may start its own SSE response (``_start_stream``)."""
         accepted, route = self.accepted, attempt.route
-        call = UpstreamCall(route.url, accepted.upstream_body(route), route.authorization,
+        call = UpstreamCall(route.url, request_body(accepted, route), route.authorization,
                             route.protocol)  # fmt: skip
         # A hanging provider costs a few times its typical TTFT, not the flat timeout.
         conf = settings.UBERLLM

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import orjson
+from django.conf import settings
 
 from billing.auth import KeyPrincipal
 from providers.protocols import anthropic_messages as wire
@@ -30,7 +31,7 @@ from providers.protocols.types import ProtocolError
 from ..catalog import catalog_cache
 from ..errors import OVERLOADED, GatewayError
 from ..memory import memory
-from ..request import ChatRequest, chat_request_from
+from ..request import ChatRequest, chat_request_from, loads
 from .accept import Accepted, accept_chat
 from .asgi import GatewayApp, _header
 from .big import per_message_work
@@ -155,10 +156,8 @@ class MessagesApp(GatewayApp):
         self, scope: dict[str, Any], principal: KeyPrincipal, body: bytes, out: Responder
     ) -> Accepted | None:
         assert isinstance(out, MessagesResponder)
-        try:
-            request = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise GatewayError(400, f"Request body is not valid JSON: {exc}") from None
+        depth = settings.UBERLLM["MAX_JSON_DEPTH"]
+        request = await per_message_work(len(body), loads, body, depth)
         try:
             if scope["path"].rstrip("/").endswith("/count_tokens"):
                 await _count_tokens(request, len(body), out)

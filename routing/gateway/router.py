@@ -141,6 +141,8 @@ class LiveRouter:
         return None
 
     def on_failure(self, session: GatewaySession, leg: Leg, now: float) -> None:
+        if leg.kind == "request":  # not sent: the gateway cannot encode it for this upstream
+            return  # the request's error (another protocol may take it): nothing to learn
         kind, status = _core_kind(leg.kind, leg.status)
         if status == 429 and settings.UBERLLM.get("ROUTING_CONCURRENCY_CAPS"):
             # O3: the provider refused one more than the calls still in flight there

@@ -28,7 +28,8 @@ STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_
                 "function_call": "tool_use", "content_filter": "refusal"}  # fmt: skip
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
                403: "permission_error", 404: "not_found_error", 405: "invalid_request_error",
-               413: "request_too_large", 415: "invalid_request_error", 429: "rate_limit_error",
+               413: "request_too_large", 415: "invalid_request_error",
+               422: "invalid_request_error", 429: "rate_limit_error",
                503: "overloaded_error", 529: "overloaded_error"}  # fmt: skip
 
 
