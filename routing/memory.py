@@ -33,7 +33,7 @@ from common.aio import db_call, run_service
 
 from .core.capacity import ConcurrencyCaps
 from .core.marks import Reliability, unusable_window
-from .core.prefix import PrefixHashes
+from .core.prefix import PrefixHashes, prefixes_to_check
 from .core.speed import SpeedBook, SpeedSummary, speed_bucket, summarise
 from .core.speed import SpeedSample as CoreSample
 from .core.speed import SpeedSample as TimedSample
@@ -44,7 +44,6 @@ from .shared import key, shared_kv
 logger = logging.getLogger(__name__)
 KEEP_WARM_S = 10.0  # refresh while requests came within this long
 MAX_PREFIXES = 200_000  # remembered (prefix hash) entries kept per process
-PREFIX_LOOKBACK = 16
 STALE_AFTER_S = 600.0  # speed data with no sample for this long is explored (R2.6)
 
 
@@ -193,13 +192,6 @@ class SpeedFeed:
             rows = SpeedSample.objects.filter(newer).order_by("id").values_list(*fields)
             self._apply(rows[: self.BATCH])
         return self.book.summary(now)
-
-
-def prefixes_to_check(hashes: PrefixHashes) -> PrefixHashes:
-    """The latest prefixes (a conversation's previous turn) and the first message (a
-    shared system prompt)."""
-    recent = hashes[-PREFIX_LOOKBACK:]
-    return recent if len(hashes) <= PREFIX_LOOKBACK else [hashes[0], *recent]
 
 
 @dataclass(slots=True)

@@ -38,6 +38,7 @@ from providers.upstream import UpstreamCall, UpstreamError, close_client, open_s
 
 from .catalog import EndpointRoute, load_catalog
 from .core.probe import (
+    COLD_PROBE_TOKENS,
     CONFIRMATIONS,
     confirmed_shift,
     probe_relevant,
@@ -72,9 +73,6 @@ def probe_prompt(prompt_tokens: int) -> list[dict]:
 
 def current_cycle(now: float | None = None) -> int:
     return int((now or time.time()) // settings.UBERLLM["PROBE_PERIOD_S"])
-
-
-COLD_PROBE_TOKENS = 2_000  # a cold endpoint is also probed below 8k (issue 10)
 
 
 def _measured_since(seconds: float, *, real: bool) -> set[tuple[int, str]]:

@@ -83,6 +83,7 @@ class Market:
         self.infos: list[tuple[EndpointInfo, ...]] = [
             tuple(s.info for s in states) for states in self.by_model
         ]
+        self.ids_by_model = [tuple(s.endpoint_id for s in states) for states in self.by_model]
         self.inflight = [0] * len(self.endpoints)
         # tokens_per_minute: prompt tokens of the calls each endpoint accepted, last 60 s
         self._tpm: list[deque[tuple[float, int]]] = [deque() for _ in self.endpoints]

@@ -1,7 +1,7 @@
-"""Probes (R5) on the virtual clock, as routing/probes.py runs them.
+"""Probes (R5) on the virtual clock: the live gateway's probe rules (routing.core.probe).
 
 At the start of every ``probe_period_s`` cycle: one max_tokens=1 call per endpoint and
-probe size that fits its context (the sizes the strategy asks for: as routing/probes.py,
+probe size that fits its context (the sizes the strategy asks for: ``core.probe.probe_sizes``;
 smart skips a size whose bucket real uncached traffic measured during the last period,
 and adds a <8k probe for an endpoint without any data), with a fresh (uncached) prompt.
 When the live gateway's confirmation rule is available (routing.core.probe), a probe that disagrees
@@ -11,11 +11,11 @@ of one probe must finish within ``probe_timeout_s`` in all; a failure marks the
 endpoint unusable and records nothing. Every answered call (prompt + one output token)
 is platform cost. A daily budget (``probe_budget_usd_per_day``, 0 = none) stops probes
 for the rest of the UTC day once the day's probe spend plus the cycle's probes at their
-worst cost would exceed it. With ``probe_spend_share`` s > 0 (probes by volume, as
-routing/probes.py), a probe is also sent only if the probes of its model's size bucket
-over the last hour, this one included, cost at most s x what that model's customers
-paid for requests of that bucket finished in the last hour; an endpoint without data
-in the bucket is probed anyway.
+worst cost would exceed it. With ``probe_spend_share`` s > 0 (probes by volume,
+``core.probe.within_volume_share``), a probe is also sent only if the probes of its
+model's size bucket over the last hour, this one included, cost at most s x what that
+model's customers paid for requests of that bucket finished in the last hour; an
+endpoint without data in the bucket is probed anyway.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ class Prober:
         return False
 
     def _affordable(self, endpoint_id: int, size: int) -> bool:
-        """The daily probe budget, as routing/probes.py within_budget: a probe is sent only
+        """The daily probe budget (``core.probe.within_probe_budget``): a probe is sent only
         if what probes cost so far this UTC day plus the worst cost (with confirmations)
         of this cycle's probes, this one included, stays within the budget."""
         if self.budget <= 0:

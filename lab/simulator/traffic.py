@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from routing.core import RoutingOptions, bucket_for
+from routing.core.prefix import PREFIX_LOOKBACK
 
 from .scenario import ClassSpec, Scenario
 
-PREFIX_LOOKBACK = 16  # as routing/memory.py: the latest prefixes and the first one
 BUCKET_INDEX = {"<8k": 0, "8k-32k": 1, "32k-128k": 2, ">128k": 3}
 
 Prefix = tuple[str, int]
@@ -92,7 +92,8 @@ class SimRequest:
         return recent if recent[0] is chain[0] else [chain[0], *recent]
 
     def remembered_prefixes(self) -> list[Prefix]:
-        """Prefixes the gateway remembers after serving it (first and own, as live)."""
+        """Prefixes the gateway remembers after serving it (its first and its own: the
+        prefixes ``routing.core.router.ServedCall`` carries)."""
         chain = self.prefixes
         if not chain:
             return []

@@ -69,9 +69,26 @@ class UnusableMarks:
         self._until[endpoint_id] = max(until, self._until.get(endpoint_id, until))
         return self._until[endpoint_id]
 
-    def record_success(self, endpoint_id: int) -> None:
-        """The endpoint served a call: its streak of refusals ends."""
-        self._strikes.pop(endpoint_id, None)
+    def record_success(self, endpoint_id: int) -> bool:
+        """The endpoint served a call: its streak of refusals ends (True if it had one)."""
+        return self._strikes.pop(endpoint_id, None) is not None
+
+    def strikes(self, endpoint_id: int) -> int:
+        """Consecutive refusals so far (0: none since it last served)."""
+        return self._strikes.get(endpoint_id, 0)
+
+    def merge(self, endpoint_id: int, until: float, strikes: int) -> None:
+        """A mark from the shared store (another process's): the later deadline and the
+        longer streak are kept; 0 strikes ends the streak."""
+        self._until[endpoint_id] = max(until, self._until.get(endpoint_id, 0.0))
+        if strikes:
+            self._strikes[endpoint_id] = max(strikes, self._strikes.get(endpoint_id, 0))
+        else:
+            self._strikes.pop(endpoint_id, None)
+
+    def set_windows(self, window_s: float, first_window_s: float) -> None:
+        self.window_s = window_s
+        self.first_window_s = min(first_window_s, window_s)
 
     def clear(self, endpoint_id: int) -> None:
         """Forget a mark and its streak."""

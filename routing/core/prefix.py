@@ -10,7 +10,8 @@ a change of the serialisation costs a few minutes of cache affinity, nothing els
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from hashlib import blake2b
 from typing import Any
 
@@ -92,6 +93,72 @@ class PrefixCache:
         for key in expired:
             del self._entries[key]
         return len(expired)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+PREFIX_LOOKBACK = 16  # the latest prefixes a request is looked up with (and its first)
+MAX_PREFIXES = 200_000  # remembered prefix hashes kept (the oldest goes first)
+
+
+def prefixes_to_check(hashes: PrefixHashes) -> PrefixHashes:
+    """The latest prefixes (a conversation's previous turn) and the first message (a
+    shared system prompt)."""
+    recent = hashes[-PREFIX_LOOKBACK:]
+    return recent if len(hashes) <= PREFIX_LOOKBACK else [hashes[0], *recent]
+
+
+class PrefixBook:
+    """prefix hash -> {endpoint_id: expires_at}: where a prompt prefix is probably
+    cached (R2.3), bounded to ``max_entries`` hashes (least recently remembered first
+    out). The knowledge's store, fed by its own served calls and (live) by the other
+    processes' through the shared prefix log."""
+
+    __slots__ = ("_entries", "max_entries")
+
+    def __init__(self, max_entries: int = MAX_PREFIXES) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[Hashable, dict[int, float]] = OrderedDict()
+
+    def remember(self, prefix_hash: Hashable, endpoint_id: int, expires_at: float) -> None:
+        entry = self._entries.get(prefix_hash)
+        if entry is None:
+            entry = self._entries[prefix_hash] = {}
+            if len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        else:
+            self._entries.move_to_end(prefix_hash)
+        entry[endpoint_id] = max(expires_at, entry.get(endpoint_id, 0.0))
+
+    def cached_tokens(
+        self, lookup: PrefixHashes, endpoint_ids: Container[int], now: float
+    ) -> dict[int, int]:
+        """Tokens of the longest unexpired prefix of ``lookup`` (``prefixes_to_check``)
+        each of ``endpoint_ids`` holds (zeros left out)."""
+        cached: dict[int, int] = {}
+        entries = self._entries
+        for prefix_hash, tokens in lookup:
+            entry = entries.get(prefix_hash)
+            if entry is None:
+                continue
+            for endpoint_id, expires_at in entry.items():
+                known = expires_at > now and endpoint_id in endpoint_ids
+                if known and tokens > cached.get(endpoint_id, 0):
+                    cached[endpoint_id] = tokens
+        return cached
+
+    def purge(self, now: float) -> int:
+        """Drop expired entries; returns how many hashes were dropped."""
+        dropped = 0
+        for prefix_hash in list(self._entries):
+            entry = self._entries[prefix_hash]
+            for endpoint_id in [e for e, at in entry.items() if at <= now]:
+                del entry[endpoint_id]
+            if not entry:
+                del self._entries[prefix_hash]
+                dropped += 1
+        return dropped
 
     def __len__(self) -> int:
         return len(self._entries)

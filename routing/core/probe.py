@@ -12,10 +12,10 @@ a majority rule, a provider stalling on 13% of calls had a quarter of its stalle
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from statistics import median
 
-from .candidate import absolute_bound
+from .candidate import SmartTuning, absolute_bound
 from .pricing import request_cost
 from .speed import SpeedSummary
 from .types import EndpointInfo, ModelInfo, bucket_for
@@ -143,3 +143,49 @@ def probe_relevant(
         return True
     next_fastest = min(others)
     return any(cost(e) < pick and fast_enough(known[e.endpoint_id], next_fastest) for e in eligible)
+
+
+COLD_PROBE_TOKENS = 2_000  # a cold endpoint is also probed below 8k (issue 10)
+
+
+def probe_sizes(
+    endpoint: EndpointInfo,
+    model: ModelInfo,
+    endpoints: Sequence[EndpointInfo],
+    sizes: Sequence[int],
+    *,
+    measured: Container[str],
+    cold: bool,
+    speed: SpeedSummary | None,
+    tuning: SmartTuning,
+) -> list[int]:
+    """The sizes to probe ``endpoint`` at this cycle (R5, the probe economy), in order.
+
+    None when it can never be picked for speed (``worth_probing``); a size whose bucket
+    real uncached traffic measured during the last period (``measured``: buckets) is
+    skipped; with ``speed`` (probes by need) so is one that could not change where an
+    uncached prompt of that size goes (``probe_relevant``). A ``cold`` endpoint (no
+    sample at all: new, re-enabled, an empty gateway) is probed at every size and
+    below 8k too (``COLD_PROBE_TOKENS``, last)."""
+    if not worth_probing(endpoint, model, endpoints, tuning.dear_min_discount):
+        return []
+    if cold:
+        return [*sizes, COLD_PROBE_TOKENS]
+    wanted = [size for size in sizes if bucket_for(size) not in measured]
+    if speed is None:
+        return wanted
+    return [
+        size
+        for size in wanted
+        if probe_relevant(
+            endpoint,
+            size,
+            model,
+            endpoints,
+            speed,
+            ratio=tuning.fast_enough_ratio,
+            under_s=tuning.fast_enough_under_s,
+            dear_min_discount=tuning.dear_min_discount,
+            under_s_long=tuning.fast_enough_under_s_long,
+        )
+    ]

@@ -31,6 +31,7 @@ from .. import budget
 from ..catalog import EndpointRoute
 from ..core.hedge import NO_HEDGE, HedgeDecision, hedge_partner, hedge_policy
 from ..core.retry import RetryPolicy, classify_failure
+from ..core.router import failure_kind
 from ..core.session import GatewaySession, Leg, Step
 from ..core.speed import mostly_cached
 from ..core.types import RouteChoice, bucket_for
@@ -38,13 +39,6 @@ from ..memory import memory
 from ..models import SpeedSample
 from ..outbox import MarkLesson, mark_writer, prefix_writer, sample_writer
 from .accept import Accepted, replan
-
-
-def _core_kind(kind: str, status: int | None) -> tuple[str, int | None]:
-    """The core's failure kinds: a protocol failure before the first token counts as 502."""
-    if kind in ("connect", "timeout"):
-        return kind, None
-    return "http", status or 502
 
 
 class LiveRouter:
@@ -143,7 +137,7 @@ class LiveRouter:
     def on_failure(self, session: GatewaySession, leg: Leg, now: float) -> None:
         if leg.kind == "request":  # not sent: the gateway cannot encode it for this upstream
             return  # the request's error (another protocol may take it): nothing to learn
-        kind, status = _core_kind(leg.kind, leg.status)
+        kind, status = failure_kind(leg.kind, leg.status)
         if status == 429 and settings.UBERLLM.get("ROUTING_CONCURRENCY_CAPS"):
             # O3: the provider refused one more than the calls still in flight there
             memory.caps.refused(leg.endpoint_id, memory.inflight[leg.endpoint_id], time.time())

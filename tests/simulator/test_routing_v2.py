@@ -60,15 +60,17 @@ def test_an_endpoint_that_got_faster_where_no_probe_goes_is_noticed_within_minut
 
 def test_cut_streams_count_as_failures_and_a_run_of_them_marks():
     from lab.simulator import load_scenario
-    from lab.simulator.market import Market
-    from lab.simulator.strategies.knowledge import Knowledge
+    from routing.core.config import GatewayConfig
+    from routing.core.knowledge import RoutingKnowledge
+    from routing.core.lessons import Cut
 
     scenario = load_scenario("coding-agent")
-    knowledge = Knowledge(dict(scenario.gateway), Market(scenario, 1))
+    knowledge = RoutingKnowledge(GatewayConfig.from_scenario(dict(scenario.gateway)))
+    peers = (1, 2, 3)
     for _ in range(20):
         knowledge.health.served(1, 0.0)
-    knowledge.cut(1, 1.0)
+    knowledge.learn(Cut(1, peers), 1.0)
     assert 1 not in knowledge.unusable(1.0)  # one cut among many served calls
-    knowledge.cut(1, 2.0)
-    knowledge.cut(1, 3.0)
+    knowledge.learn(Cut(1, peers), 2.0)
+    knowledge.learn(Cut(1, peers), 3.0)
     assert 1 in knowledge.unusable(3.0)  # three in a row

@@ -14,11 +14,12 @@ options) and prices are the core's:
 from __future__ import annotations
 
 from routing.core import RequestFeatures
+from routing.core.config import GatewayConfig
 from routing.core.types import RoutePlan
 
 from ..runs import Leg, Run
 from .base import SimContext, Step, Strategy, core_plan, first_of, with_sort
-from .knowledge import Knowledge, LearnsFromCalls
+from .stores import LearnsFromCalls, sim_router
 
 
 class CheapestInput(Strategy):
@@ -31,21 +32,23 @@ class CheapestInput(Strategy):
         return first_of(self, run)
 
 
-class CheapestEffective(Strategy):
+class CheapestEffective(LearnsFromCalls, Strategy):
     name = "cheapest-effective"
 
     def __init__(self, sim: SimContext) -> None:
         super().__init__(sim)
-        self.knowledge = Knowledge(self.gateway, sim.market)
+        self.router = sim_router(GatewayConfig.from_scenario(self.gateway), sim.market, None)
 
     def first(self, run: Run, now: float) -> Step | None:
-        request = run.request
-        features = self.knowledge.features(run, self.models[request.model].slug, now)
-        run.plan = core_plan(self, run, features, with_sort(request.options, "price"))
+        features = self.features_for(run, now)
+        run.plan = core_plan(self, run, features, with_sort(run.request.options, "price"))
         return first_of(self, run)
 
-    def on_success(self, run: Run, leg: Leg, now: float) -> None:
-        self.knowledge.success(run, leg, self.models[run.request.model].slug, now)
+    def on_failure(self, run: Run, leg: Leg, now: float) -> None:
+        return None  # learns prices and prefixes only
+
+    def on_cut(self, run: Run, leg: Leg, now: float) -> None:
+        return None
 
 
 class Fastest(LearnsFromCalls, Strategy):
@@ -54,14 +57,15 @@ class Fastest(LearnsFromCalls, Strategy):
 
     def __init__(self, sim: SimContext) -> None:
         super().__init__(sim)
-        self.knowledge = Knowledge(self.gateway, sim.market)
+        config = GatewayConfig.from_scenario(self.gateway)
+        self.router = sim_router(config, sim.market, None)
         self.rng = sim.rng(self.name)
-        self.exploration_rate = float(self.gateway["exploration_rate"])
+        self.exploration_rate = config.exploration_rate
 
     def first(self, run: Run, now: float) -> Step | None:
         request = run.request
-        knowledge = self.knowledge
-        features = knowledge.features(run, self.models[request.model].slug, now)
+        knowledge = self.router.knowledge
+        features = self.features_for(run, now)
         options = with_sort(request.options, "latency")
         plan = core_plan(
             self, run, features, options, knowledge.summary(now), knowledge.unusable(now)

@@ -1,34 +1,23 @@
-"""``smart``: UberLLM's own routing, driven through the same core calls and the same
-gateway session as the live gateway (routing/gateway/accept.py, router.py, probes.py):
-
-- plan_route() with the learned SpeedSummary, unusable marks, remembered prefixes
-  (cache-aware prices, R2.3) and exploration (R2.6); customer options as given;
-- RetryPolicy over the plan (R4), marks after refused calls (R2.7);
-- hedging of long streams in the first round (R3): hedge_policy(), hedge_partner(), a
-  reservation of the dearer leg's prompt cost in InMemoryHedgeBudget on the virtual UTC
-  day, settled with the loser's cost (never above the reservation, as live);
-- probes every probe_period_s (R5), fed to the same statistics by the engine.
+"""``smart``: UberLLM's own routing: the core's ``SmartRouter`` (routing/core/router.py),
+the same object the live gateway routes with, driven by the gateway session on the
+virtual clock. This module only feeds it the simulated request and keeps the
+request's route state on the run (``run.plan``, ``run.scratch``: its features and the
+hedge race it reserved for); the budget is an ``InMemoryHedgeBudget`` on the virtual
+UTC day and the knowledge is updated in place (``stores.SimStores``). Probes every
+``probe_period_s`` (R5) are fed to the same knowledge by the engine.
 """
 
 from __future__ import annotations
 
-from routing.core import (
-    HedgeDecision,
-    InMemoryHedgeBudget,
-    RoutingOptions,
-    SmartTuning,
-    budget_day,
-    first_token_timeout_s,
-    hedge_partner,
-    hedge_policy,
-    request_cost,
-)
+from routing.core import HedgeDecision, InMemoryHedgeBudget, RoutingOptions
+from routing.core.config import GatewayConfig
 from routing.core.hedge import NO_HEDGE
-from routing.core.types import RouteChoice, RoutePlan
+from routing.core.router import HedgeStart
+from routing.core.types import RouteChoice
 
 from ..runs import Leg, Run
-from .base import SimContext, Step, Strategy, core_plan, first_of
-from .knowledge import Knowledge, LearnsFromCalls
+from .base import SimContext, Step, Strategy
+from .stores import LearnsFromCalls, sim_router
 
 DEFAULT_OPTIONS = RoutingOptions()
 
@@ -39,109 +28,63 @@ class Smart(LearnsFromCalls, Strategy):
 
     def __init__(self, sim: SimContext) -> None:
         super().__init__(sim)
-        self.knowledge = Knowledge(self.gateway, sim.market)
-        self.rng = sim.rng(self.name)
-        self.daily_usd = float(self.gateway["hedge_budget_usd_per_day"])
+        config = GatewayConfig.from_scenario(self.gateway)
         self.budget = InMemoryHedgeBudget(
-            self.daily_usd, sim.epoch, burst_s=float(self.gateway["hedge_budget_burst_s"])
+            config.hedge_budget_usd_per_day, sim.epoch, burst_s=config.hedge_budget_burst_s
         )
-        self.exploration_rate = float(self.gateway["exploration_rate"])
-        self.tuning = SmartTuning(
-            tail_weight=float(self.gateway["tail_weight"]),
-            fast_enough_ratio=float(self.gateway["fast_enough_ratio"]),
-            fast_enough_under_s=float(self.gateway["fast_enough_under_s"]),
-            fast_enough_under_s_long=_optional_float(self.gateway["fast_enough_under_s_long"]),
-        )
-        self.flat_timeout_s = float(self.gateway["first_token_timeout_s"])
-        self.plans: dict[int, RoutePlan] = {}  # request index -> its plan (for timeouts)
+        self.router = sim_router(config, sim.market, sim.rng(self.name), self.budget)
+        self.races: dict[int, HedgeStart] = {}  # request index -> its hedge reservation
+        self.plans: dict[int, Run] = {}  # request index -> its run (for timeouts)
         sim.market.timeout_for = self.timeout_for
 
     def first(self, run: Run, now: float) -> Step | None:
-        knowledge = self.knowledge
-        model = self.models[run.request.model]
-        features = knowledge.features(run, model.slug, now)
-        run.scratch = features
-        run.plan = core_plan(
-            self,
-            run,
-            features,
-            run.request.options or DEFAULT_OPTIONS,
-            knowledge.summary(now),
-            knowledge.unusable(now),
-            self.rng,
-            self.exploration_rate,
-            self.tuning,
+        request = run.request
+        run.scratch = self.features_for(run, now)
+        run.plan = self.router.plan(
+            self.models[request.model],
+            self.sim.endpoints(request.model),
+            run.scratch,
+            request.options or DEFAULT_OPTIONS,
+            now,
         )
-        self.plans[run.request.index] = run.plan
-        return first_of(self, run)
+        self.plans[request.index] = run
+        return self.router.next_attempt(run.plan, run.tried)
+
+    def next_attempt(self, run: Run, now: float) -> Step | None:
+        return self.router.next_attempt(run.plan, run.tried) if run.plan else None
 
     def timeout_for(self, request, endpoint_id: int) -> float | None:
-        """The first-token budget of an attempt (routing.core.first_token_timeout_s): a
-        hanging provider costs seconds, not the flat timeout."""
-        plan = self.plans.get(getattr(request, "index", -1))
-        if plan is None:
-            return None
-        choice = next((c for c in plan.choices if c.endpoint_id == endpoint_id), None)
-        if choice is None:
-            return None
-        gateway = self.gateway
-        return first_token_timeout_s(
-            choice,
-            floor_s=float(gateway["first_token_floor_s"]),
-            factor=float(gateway["first_token_factor"]),
-            default_s=self.flat_timeout_s,
-        )
+        """The first-token budget of an attempt (``SmartRouter.timeout_s``)."""
+        run = self.plans.get(getattr(request, "index", -1))
+        return None if run is None else self.router.timeout_s(run.plan, endpoint_id)
 
-    # --- hedging (R3), as routing/gateway/router.py ---------------------------------
+    # --- hedging (R3): the router decides, the run keeps the race --------------------------
     def hedge_decision(self, run: Run, now: float) -> HedgeDecision:
-        if not run.request.stream or run.plan is None:
+        if run.plan is None:
             return NO_HEDGE
-        gateway = self.gateway
-        return hedge_policy(
-            run.plan.bucket,
-            True,
-            float("inf"),
-            0.0,
-            delayed_from_tokens=gateway["hedge_delayed_from_tokens"],
-            immediate_from_tokens=gateway["hedge_immediate_from_tokens"],
-            delay_s=gateway["hedge_delay_s"],
+        return self.router.hedge_decision(run.plan, run.request.stream)
+
+    def start_hedge(self, run: Run, now: float) -> int | None:
+        primary = run.primary.endpoint_id
+        start = self.router.start_hedge(run.plan, run.scratch, primary, run.tried, self.sim.epoch())
+        if start is None:
+            return None
+        self.races[run.request.index] = start
+        run.hedge_reserved, run.hedge_day = start.reserve_usd, start.day
+        return start.endpoint_id
+
+    def end_hedge(self, run: Run, now: float) -> None:
+        start = self.races.pop(run.request.index, None)
+        if start is not None:
+            self.router.end_hedge(start, run.hedge_cost, now)
+
+    def on_cancel(self, run: Run, leg: Leg) -> None:
+        run.hedge_cost += self.router.on_cancel(
+            self._choice(run, leg.endpoint_id).endpoint, run.scratch
         )
 
     def _choice(self, run: Run, endpoint_id: int) -> RouteChoice:
         return next(c for c in run.plan.choices if c.endpoint.endpoint_id == endpoint_id)
-
-    def loser_cost(self, run: Run, endpoint_id: int) -> float:
-        """What the gateway expects a cancelled leg to cost: the prompt, no output."""
-        choice = self._choice(run, endpoint_id)
-        cached = run.scratch.cached_tokens.get(endpoint_id, 0)
-        return request_cost(choice.endpoint, run.request.prompt_tokens, cached, 0)
-
-    def start_hedge(self, run: Run, now: float) -> int | None:
-        if len(run.tried) >= self.policy.max_attempts or self.daily_usd <= 0:
-            return None
-        primary = self._choice(run, run.primary.endpoint_id)
-        partner = hedge_partner(run.plan, primary)
-        if partner is None or partner.endpoint.endpoint_id in run.tried:
-            return None
-        partner_id = partner.endpoint.endpoint_id
-        reserve = max(
-            self.loser_cost(run, primary.endpoint.endpoint_id), self.loser_cost(run, partner_id)
-        )
-        if not self.budget.try_reserve(reserve):
-            return None
-        run.hedge_reserved = reserve
-        run.hedge_day = budget_day(self.sim.epoch())
-        return partner_id
-
-    def end_hedge(self, run: Run, now: float) -> None:
-        """Settle the reservation with the losers' cost (0 when no leg won)."""
-        reserved = run.hedge_reserved
-        if reserved is None:
-            return
-        self.budget.settle(reserved, min(run.hedge_cost, reserved), run.hedge_day)
-
-    def on_cancel(self, run: Run, leg: Leg) -> None:
-        run.hedge_cost += self.loser_cost(run, leg.endpoint_id)
 
     # --- learning ------------------------------------------------------------------------
     def on_success(self, run: Run, leg: Leg, now: float) -> None:
@@ -151,10 +94,6 @@ class Smart(LearnsFromCalls, Strategy):
     def extra_summary(self) -> dict:
         spent = self.budget.spent_by_day
         return {
-            "hedge_budget_usd_per_day": self.daily_usd,
+            "hedge_budget_usd_per_day": self.budget.daily_usd,
             "hedge_budget_spent_by_day": {str(day): round(spent[day], 6) for day in sorted(spent)},
         }
-
-
-def _optional_float(value: object) -> float | None:
-    return None if value is None else float(value)  # type: ignore[arg-type]

@@ -1,0 +1,292 @@
+"""The smart router: every rule around the gateway session, written once.
+
+Where to go (``plan``: R2 with the knowledge's reads), the next attempt (R4, counted
+per model), whether and where to hedge and what to reserve (R3), and what each event
+teaches (``on_*`` return lessons; ``Stores.emit`` learns and shares them). It returns
+values and never assigns into the session: the shells (routing/gateway/router.py,
+lab/simulator/strategies/smart.py) keep a request's state and feed the session.
+
+``Stores`` is the router's only port: the hedge budget (``hedge_budget_left``,
+``reserve``) and the lessons (``emit``). Live: the database's budget snapshot (the shell
+makes the atomic reservation as the leg opens), the outbox and the process's
+knowledge; simulated: ``InMemoryHedgeBudget`` and a knowledge updated in place.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from .budget import budget_day
+from .config import GatewayConfig
+from .hedge import NO_HEDGE, HedgeDecision, hedge_partner, hedge_policy
+from .knowledge import RoutingKnowledge
+from .lessons import Cut, Failed, HedgeSettled, Lesson, Served
+from .options import RoutingOptions
+from .plan import plan_route
+from .pricing import request_cost
+from .retry import classify_failure
+from .session import Step
+from .speed import mostly_cached
+from .timeouts import first_token_timeout_s
+from .types import EndpointInfo, ModelInfo, RequestFeatures, RoutePlan, bucket_for
+
+
+class Stores(Protocol):
+    """What the router reads and writes outside itself."""
+
+    def hedge_budget_left(self, day: int) -> float: ...
+    def reserve(self, usd: float, day: int) -> bool: ...
+    def emit(self, lessons: Sequence[Lesson], now: float) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HedgeStart:
+    """Race ``endpoint_id``; ``reserve_usd`` of the day's hedge budget is held for it."""
+
+    endpoint_id: int
+    reserve_usd: float
+    day: int
+
+
+def failure_kind(kind: str, status: int | None) -> tuple[str, int | None]:
+    """The core's failure kinds (``classify_failure``): connect and timeout stay; any
+    other failure before the first token (an HTTP error, a reply broken before it
+    reached the client: ``protocol``) is an HTTP failure, 502 without a status."""
+    if kind in ("connect", "timeout"):
+        return kind, None
+    return "http", status or 502
+
+
+def loser_cost(endpoint: EndpointInfo, prompt_tokens: int, cached_tokens: int) -> float:
+    """What a cancelled hedge leg costs: its prompt at its input and cache-read prices
+    (no output): the reservation and the settlement of the daily hedge budget (R3.4)."""
+    return request_cost(endpoint, prompt_tokens, cached_tokens, 0)
+
+
+class SmartRouter:
+    """One per process (live) or strategy run (simulator); see the module doc."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        knowledge: RoutingKnowledge,
+        stores: Stores,
+        rng: random.Random,
+    ) -> None:
+        self.config = config
+        self.knowledge = knowledge
+        self.stores = stores
+        self.rng = rng
+
+    # --- where to go -----------------------------------------------------------------
+    def features(
+        self,
+        model: str,
+        prompt_tokens: int,
+        lookup: list[tuple[Hashable, int]],
+        endpoint_ids: Sequence[int] | frozenset[int],
+        now: float,
+        *,
+        stream: bool,
+        earlier: int,
+        customer: Hashable,
+        max_tokens: int | None = None,
+        required: frozenset[str] = frozenset(),
+    ) -> RequestFeatures:
+        """The request as routing sees it (``lookup``: its prefixes to check)."""
+        knowledge = self.knowledge
+        cached = knowledge.cached_tokens(lookup, endpoint_ids, now)  # type: ignore[arg-type]
+        return knowledge.features(
+            model,
+            prompt_tokens,
+            cached,
+            stream=stream,
+            earlier=earlier,
+            customer=customer,
+            max_tokens=max_tokens,
+            required=required,
+        )
+
+    def plan(
+        self,
+        model: ModelInfo,
+        endpoints: Sequence[EndpointInfo],
+        features: RequestFeatures,
+        options: RoutingOptions,
+        now: float,
+    ) -> RoutePlan:
+        """plan_route with what the knowledge knows now (raises RoutingError)."""
+        knowledge, config = self.knowledge, self.config
+        return plan_route(
+            model,
+            endpoints,
+            features,
+            options,
+            knowledge.summary(now),
+            knowledge.unusable(now),
+            self.rng,
+            exploration_rate=config.exploration_rate,
+            tuning=config.tuning,
+        )
+
+    def next_attempt(
+        self, plan: RoutePlan, tried: Sequence[int], model_start: int = 0
+    ) -> Step | None:
+        """R4.1: the plan's next endpoint not yet tried, at most ``max_attempts`` per
+        model: the attempts at a ``models`` fallback (``tried[model_start:]``) count
+        apart, so a fallback model gets its own attempts."""
+        attempts = tried[model_start:] if model_start else tried
+        if len(attempts) >= self.config.max_attempts:
+            return None
+        done = set(attempts)
+        for choice in plan.choices:
+            if choice.endpoint.endpoint_id not in done:
+                return choice.endpoint.endpoint_id, 0.0
+        return None
+
+    def timeout_s(self, plan: RoutePlan, endpoint_id: int) -> float | None:
+        """The first-token budget of an attempt at ``endpoint_id`` (None: not planned)."""
+        for choice in plan.choices:
+            if choice.endpoint.endpoint_id == endpoint_id:
+                config = self.config
+                return first_token_timeout_s(
+                    choice,
+                    floor_s=config.first_token_floor_s,
+                    factor=config.first_token_factor,
+                    default_s=config.first_token_timeout_s,
+                )
+        return None
+
+    # --- hedging (R3) ---------------------------------------------------------------------
+    def hedge_decision(self, plan: RoutePlan, stream: bool) -> HedgeDecision:
+        config = self.config
+        if not stream or not config.hedging:
+            return NO_HEDGE
+        return hedge_policy(
+            plan.bucket,
+            True,
+            float("inf"),
+            0.0,
+            delayed_from_tokens=config.hedge_delayed_from_tokens,
+            immediate_from_tokens=config.hedge_immediate_from_tokens,
+            delay_s=config.hedge_delay_s,
+        )
+
+    def start_hedge(
+        self,
+        plan: RoutePlan,
+        features: RequestFeatures,
+        primary_id: int,
+        tried: Sequence[int],
+        now_unix: float,
+        model_start: int = 0,
+    ) -> HedgeStart | None:
+        """The partner (``hedge_partner``) if the attempts allow one more and the budget
+        left covers either leg losing (the dearer prompt is reserved)."""
+        if len(tried) - model_start >= self.config.max_attempts or not self.config.hedging:
+            return None
+        by_id = {c.endpoint.endpoint_id: c for c in plan.choices}
+        partner = hedge_partner(plan, by_id[primary_id])
+        if partner is None or partner.endpoint.endpoint_id in tried:
+            return None
+        prompt, cached = features.prompt_tokens, features.cached_tokens
+        reserve = max(
+            loser_cost(by_id[primary_id].endpoint, prompt, cached.get(primary_id, 0)),
+            loser_cost(partner.endpoint, prompt, cached.get(partner.endpoint.endpoint_id, 0)),
+        )
+        day = budget_day(now_unix)
+        stores = self.stores
+        if reserve > stores.hedge_budget_left(day) or not stores.reserve(reserve, day):
+            return None
+        return HedgeStart(partner.endpoint.endpoint_id, reserve, day)
+
+    def on_cancel(self, endpoint: EndpointInfo, features: RequestFeatures) -> float:
+        """A hedge leg lost the race: what it cost (its prompt)."""
+        cached = features.cached_tokens.get(endpoint.endpoint_id, 0)
+        return loser_cost(endpoint, features.prompt_tokens, cached)
+
+    def end_hedge(self, start: HedgeStart, losers_usd: float, now: float) -> list[Lesson]:
+        """The race is over: the reservation settles at the losers' cost (never above)."""
+        lessons: list[Lesson] = [
+            HedgeSettled(start.reserve_usd, min(losers_usd, start.reserve_usd), start.day)
+        ]
+        self.stores.emit(lessons, now)
+        return lessons
+
+    # --- what a call teaches -------------------------------------------------------------
+    def on_failure(
+        self, endpoint_id: int, kind: str, status: int | None, peers: tuple[int, ...], now: float
+    ) -> tuple[list[Lesson], bool]:
+        """A failed attempt: its lesson, and whether another endpoint may be tried (a
+        failure of the request itself stops the retries)."""
+        kind, core_status = failure_kind(kind, status)
+        verdict = classify_failure(core_status, kind)
+        inflight = self.knowledge.inflight[endpoint_id]
+        lessons: list[Lesson] = [
+            Failed(endpoint_id, kind, status, verdict.mark_unusable, inflight, peers)
+        ]
+        self.stores.emit(lessons, now)
+        return lessons, verdict.retry
+
+    def on_cut(self, endpoint_id: int, peers: tuple[int, ...], now: float) -> list[Lesson]:
+        """The provider cut the stream after its first token: a failure, no sample."""
+        lessons: list[Lesson] = [Cut(endpoint_id, peers)]
+        self.stores.emit(lessons, now)
+        return lessons
+
+    def on_success(self, call: ServedCall, now: float) -> list[Lesson]:
+        """A served call ended whole (see ``served_lesson``)."""
+        lessons: list[Lesson] = [served_lesson(call)]
+        self.stores.emit(lessons, now)
+        return lessons
+
+
+@dataclass(frozen=True, slots=True)
+class ServedCall:
+    """What the shell saw of a served call. ``prompt``/``cached``/``completion``: the
+    usage (reported, or estimated: ``estimated``); ``prompt_estimate``: the planned
+    prompt tokens; ``streaming_s``: from the first token to the last."""
+
+    endpoint_id: int
+    model: str
+    bucket: str
+    ttft_s: float | None
+    streaming_s: float
+    raw_prompt_tokens: int
+    prompt_estimate: int
+    prompt: int
+    cached: int
+    completion: int
+    estimated: bool
+    max_tokens: int | None
+    prefixes: tuple[Hashable, ...]
+    cache_ttl_s: float
+
+
+def served_lesson(call: ServedCall) -> Served:
+    """What a served call teaches: a TTFT sample in its cached or uncached window, its
+    throughput, the reply's length (unless cut at max_tokens), the token calibration
+    (with reported usage), and where its prefixes are now cached."""
+    prompt = call.prompt or call.prompt_estimate
+    completion, streaming_s = call.completion, call.streaming_s
+    tps = completion / streaming_s if completion > 1 and streaming_s > 0 else None
+    cap = call.max_tokens
+    return Served(
+        endpoint_id=call.endpoint_id,
+        model=call.model,
+        bucket=call.bucket,
+        sample_bucket=bucket_for(prompt),
+        ttft_s=call.ttft_s,
+        cached=mostly_cached(call.cached, prompt),
+        tps=tps,
+        raw_prompt_tokens=call.raw_prompt_tokens,
+        prompt_tokens=call.prompt,
+        completion_tokens=completion,
+        estimated=call.estimated,
+        complete=cap is None or completion < cap,
+        prefixes=call.prefixes,
+        cache_ttl_s=call.cache_ttl_s,
+    )
