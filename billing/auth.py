@@ -10,6 +10,7 @@ steady use never waits for the database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -163,30 +164,44 @@ def _extend_while_unreachable(prefix: str) -> None:
         _cache[prefix] = (now + settings.UBERLLM["API_KEY_CACHE_TTL_S"], hit[1])
 
 
-async def _lookup(prefix: str) -> KeyPrincipal | None:
+async def _lookup(prefix: str) -> tuple[KeyPrincipal | None, bool]:
+    """The key row of ``prefix`` (None: no key has it), and whether the database was
+    read for it (False: answered from the cache)."""
     now = time.monotonic()
     if _unknown.get(prefix, 0.0) > now:
-        return None  # no key has it: no query, no growth
+        return None, False  # no key has it: no growth
     hit = _cache.get(prefix)
     if hit is not None and hit[0] > now:
         _cache[prefix] = _cache.pop(prefix)  # most recently used
         ttl = settings.UBERLLM["API_KEY_CACHE_TTL_S"]
         if now >= hit[0] - ttl / 2 and prefix not in _refreshing:
             _refreshing[prefix] = run_in_background(_reread(prefix))
-        return hit[1]
-    # Concurrent first requests of one key share one read (a burst is one query).
-    loading = _loading.get(prefix)
-    if loading is None or loading.get_loop() is not asyncio.get_running_loop():
-        loading = _loading[prefix] = run_in_background(_read_and_store(prefix))
+        return hit[1], False
     try:
-        return await asyncio.shield(loading)
+        return await _shared_read(prefix), True
     except DatabaseError:
         # The database is away: a key seen within STALE_IF_ERROR_S keeps working (a
         # revocation still reaches every process through common.events); an unknown
         # one cannot be checked.
         if hit is not None and now - hit[0] < STALE_IF_ERROR_S:
-            return hit[1]
+            return hit[1], True
         raise KeyStoreUnavailable from None
+
+
+async def _shared_read(prefix: str) -> KeyPrincipal | None:
+    """Read the prefix's row and cache the answer; concurrent first requests of one key
+    share one read (a burst is one query)."""
+    loading = _loading.get(prefix)
+    if loading is None or loading.get_loop() is not asyncio.get_running_loop():
+        loading = _loading[prefix] = run_in_background(_read_and_store(prefix))
+    return await asyncio.shield(loading)
+
+
+async def _read_as_a_refusal_does(prefix: str) -> None:
+    """The database read a refusal answered from the cache skipped: every 401 costs one
+    read, so its timing says nothing of whether the prefix exists (issue 44)."""
+    with contextlib.suppress(DatabaseError):  # the refusal stands either way
+        await _shared_read(prefix)
 
 
 def _lookup_slots() -> asyncio.Semaphore:
@@ -220,8 +235,13 @@ async def authenticate(authorization: str | None) -> KeyPrincipal | None:
     if parsed is None:
         hash_secret("x")  # same work as a real check
         return None
-    principal = await _lookup(parsed.prefix)
+    principal, read = await _lookup(parsed.prefix)
     stored = principal.secret_hash if principal else _DUMMY_HASH
     if not secret_matches(parsed.secret, stored) or principal is None or principal.revoked:
+        # Same work for every refusal: a hash compare (a dummy one for an unknown prefix)
+        # and one database read, whether the answer came from the cache or not. Only a
+        # valid key answered from the cache skips the read, and only its holder can tell.
+        if not read:
+            await _read_as_a_refusal_does(parsed.prefix)
         return None
     return principal

@@ -2,7 +2,7 @@
 
 The database is the truth; each process reloads the whole (small) catalog at most every
 ``CATALOG_CACHE_TTL_S`` seconds, so admin edits reach every process within that time
-and a chat request costs no catalog query.
+and a chat request costs no catalog query (``CatalogCache`` says when one waits).
 """
 
 from __future__ import annotations
@@ -110,16 +110,24 @@ def load_catalog() -> dict[str, CatalogModel]:
 
 
 class CatalogCache:
-    """Process-local snapshot with a TTL; concurrent requests share one reload.
+    """Process-local snapshot with a TTL (the refresh interval); concurrent requests
+    share one reload.
 
     Refreshed ahead: from half its TTL on, a request starts a reload in the background
     and goes on with the current snapshot, so under steady traffic no request waits
-    for the database; only a snapshot past its TTL (or invalidated) is waited for.
+    for the database. A snapshot's age counts from the start of the read that made it.
+    A request waits for a reload only when there is no snapshot yet (cold start, or just
+    invalidated), or when it would be refused because of something the snapshot does
+    not know while the snapshot is older than the TTL (``reload_if_stale``: a model,
+    provider or endpoint added while the process was idle), at most
+    ``CATALOG_RELOAD_WAIT_S``. So an edit reaches every process's refusals within the
+    TTL, with or without traffic, and an unreachable database leaves the last snapshot
+    serving.
     """
 
     def __init__(self) -> None:
         self._snapshot: dict[str, CatalogModel] = {}
-        self._expires = 0.0  # past this, a request waits for the reload
+        self._expires = 0.0  # past this, the snapshot is stale (older than the TTL)
         self._refresh_at = 0.0  # past this, a request starts a reload in the background
         self._reload_task: asyncio.Task | None = None
         self._loaded = False
@@ -133,38 +141,58 @@ class CatalogCache:
         return self._snapshot
 
     async def get(self, slug: str) -> CatalogModel | None:
-        """The model's routes. Past half the TTL a reload starts in the background;
-        a request waits for it only if there is no snapshot yet (cold start, or just
-        invalidated) or the model is unknown to a snapshot past its TTL (a model just
-        added). So an unreachable database leaves the last snapshot serving."""
-        now = time.monotonic()
-        if now >= self._refresh_at:
+        """The model's routes. Past half the TTL a reload starts in the background; a
+        request waits for it only if there is no snapshot yet, or the model is unknown to
+        a stale snapshot (``reload_if_stale``)."""
+        if time.monotonic() >= self._refresh_at:
             task = self._start_reload()
-            if not self._loaded or (now >= self._expires and slug not in self._snapshot):
+            if not self._loaded:
                 await asyncio.shield(task)
-        return self._snapshot.get(slug)
+        model = self._snapshot.get(slug)
+        if model is None and await self.reload_if_stale():
+            model = self._snapshot.get(slug)
+        return model
 
-    def _start_reload(self) -> asyncio.Task:
+    async def reload_if_stale(self) -> bool:
+        """For a request about to be refused (4xx) because of something the snapshot
+        does not know: if the snapshot is older than the TTL, wait (at most
+        ``CATALOG_RELOAD_WAIT_S``) for one read started within the last TTL. True if a
+        new snapshot came (plan the request again), False if the snapshot was fresh, or
+        the reload failed or took longer than the wait (the refusal stands)."""
+        asked = time.monotonic()
+        if asked < self._expires:
+            return False
+        before = self._snapshot
+        try:
+            async with asyncio.timeout(settings.UBERLLM["CATALOG_RELOAD_WAIT_S"]):
+                while self._expires <= asked and await asyncio.shield(self._start_reload()):
+                    pass  # a reload that started before ``asked - TTL``: one more
+        except TimeoutError:
+            pass
+        return self._snapshot is not before
+
+    def _start_reload(self) -> asyncio.Task[bool]:
         task = self._reload_task
         loop = asyncio.get_running_loop()
         if task is None or task.done() or task.get_loop() is not loop:
             task = self._reload_task = run_in_background(self._load())
         return task
 
-    async def _load(self) -> None:
+    async def _load(self) -> bool:
+        """Read the catalog; False if the database failed (after a first success)."""
         ttl = settings.UBERLLM["CATALOG_CACHE_TTL_S"]
+        started = time.monotonic()
         try:
             self._snapshot = await db_call(load_catalog)()
         except Exception:
             if not self._loaded:
                 raise
             # Keep serving the last snapshot; try again after a short pause.
-            now = time.monotonic()
-            self._refresh_at = now + min(1.0, ttl / 2)
-            return
+            self._refresh_at = time.monotonic() + min(1.0, ttl / 2)
+            return False
         self._loaded = True
-        now = time.monotonic()
-        self._expires, self._refresh_at = now + ttl, now + ttl / 2
+        self._expires, self._refresh_at = started + ttl, started + ttl / 2
+        return True
 
 
 catalog_cache = CatalogCache()

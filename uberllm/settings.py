@@ -401,6 +401,10 @@ UBERLLM = {
     "RECONCILE_EVERY_S": env.float("UBERLLM_RECONCILE_EVERY_S", default=30.0),
     # In-process caches in front of the shared stores (seconds).
     "CATALOG_CACHE_TTL_S": env.float("UBERLLM_CATALOG_CACHE_TTL_S", default=5.0),
+    # A request refused (4xx) for something a catalog snapshot older than the TTL does not
+    # know (a model, provider or endpoint added while idle) waits this long at most for
+    # the reload before the refusal stands (routing.catalog.CatalogCache).
+    "CATALOG_RELOAD_WAIT_S": env.float("UBERLLM_CATALOG_RELOAD_WAIT_S", default=2.0),
     "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),
     # Hard spend limits (billing.limits, docs/security.md "Spend and rate limits"): a
     # request reserves its worst-case cost (prompt estimate x SPEND_PROMPT_MARGIN +

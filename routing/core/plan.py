@@ -245,6 +245,22 @@ def _candidates(
     return candidates
 
 
+def model_typical_ttft(
+    speed: SpeedSummary, endpoints: Sequence[EndpointInfo], bucket: str, min_samples: int
+) -> float | None:
+    """O8: the model's typical TTFT in ``bucket``, the median of its endpoints' own
+    uncached estimates (every endpoint with data there, marked or filtered out ones
+    included); None when none has data. An endpoint without data of its own gets its
+    first-token budget from it (``timeouts.first_token_timeout_s``)."""
+    estimates = [
+        ttft
+        for endpoint in endpoints
+        if (ttft := expected_ttft(speed, endpoint.endpoint_id, bucket, False, min_samples))
+        is not None
+    ]
+    return median(estimates) if estimates else None
+
+
 def apply_model_prior(candidates: list[Candidate]) -> None:
     """O8: an endpoint without a sample in the bucket starts from the model's typical
     numbers (the median of the measured endpoints' estimates, marked ones included), so
@@ -307,6 +323,9 @@ def plan_route(
     candidates = _candidates(
         model, eligible, features, bucket, costs, speed, unusable, min_samples, tuning
     )
+    model_typical = None
+    if any(c.typical is None for c in candidates):  # only then: the plan's hot path stays
+        model_typical = model_typical_ttft(speed, endpoints, bucket, min_samples)
     if not options.is_customer_choice:
         apply_model_prior(candidates)
     usable = [c for c in candidates if c.usable]
@@ -323,7 +342,7 @@ def plan_route(
     choices = tuple(
         RouteChoice(
             c.endpoint, reason, request_costs[c.endpoint_id],
-            None if c.prior else c.typical, c.fast_enough,
+            None if c.prior else c.typical, c.fast_enough, model_typical,
         )
         for c, reason in ranked
     )  # fmt: skip

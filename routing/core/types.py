@@ -110,6 +110,10 @@ class RouteChoice:
 
     ``fast_enough`` is True when the endpoint is usable and its typical TTFT in the
     request's bucket is within the fast-enough rule (used to pick a hedge partner).
+    ``model_typical_ttft_s`` is the model's typical TTFT for this request (O8: the median
+    of its endpoints' own uncached figures in the bucket), set when some endpoint of the
+    plan has no data of its own: the first-token budget of such an endpoint
+    (``timeouts.first_token_timeout_s``).
     """
 
     endpoint: EndpointInfo
@@ -117,6 +121,7 @@ class RouteChoice:
     expected_cost_usd: float
     typical_ttft_s: float | None
     fast_enough: bool = False
+    model_typical_ttft_s: float | None = None
 
     @property
     def endpoint_id(self) -> int:

@@ -291,14 +291,42 @@ def _candidate(chat: ChatRequest, model_id: str) -> ChatRequest:
     return replace(chat, model_slug=slug, model_suffix=suffix or None)
 
 
+# Refusals that something missing from the catalog snapshot may cause (a model, provider
+# or endpoint added, a context length raised, a price cut): answered from a snapshot
+# older than CATALOG_CACHE_TTL_S only after its reload (issue 44).
+CATALOG_REFUSALS = frozenset(
+    {
+        "model_not_found",
+        "no_endpoints",
+        "unknown_provider",
+        "no_allowed_provider",
+        "context_length_exceeded",
+        "unsupported_parameters",
+        "max_price_exceeded",
+    }
+)
+Planned = tuple[ChatRequest, CatalogModel, tuple, tuple[tuple[ChatRequest, CatalogModel], ...]]
+
+
 async def _plan_model(
     chat: ChatRequest, body_bytes: int = 0, customer: int | None = None
-) -> tuple[ChatRequest, CatalogModel, tuple, tuple[tuple[ChatRequest, CatalogModel], ...]]:
+) -> Planned:
     """The first of ``model`` and the ``models`` fallbacks that exists and can be planned
     (OpenRouter's fallback list), and the later fallbacks the catalog has; the error of
-    the first model if none can. A big body is measured off the loop (``big``)."""
-    first_error: GatewayError | None = None
+    the first model if none can. A big body is measured off the loop (``big``). A
+    refusal the catalog may cause waits for a stale snapshot's reload, then is planned
+    again; other requests never wait for the catalog."""
     measured = await per_message_work(body_bytes, measure_prompt, chat.messages)
+    try:
+        return await _plan_first(chat, measured, customer)
+    except GatewayError as exc:
+        if exc.code not in CATALOG_REFUSALS or not await catalog_cache.reload_if_stale():
+            raise
+    return await _plan_first(chat, measured, customer)
+
+
+async def _plan_first(chat: ChatRequest, measured: tuple, customer: int | None) -> Planned:
+    first_error: GatewayError | None = None
     model_ids = (chat.body["model"], *chat.fallback_models)
     for index, model_id in enumerate(model_ids):
         candidate = _candidate(chat, model_id)

@@ -68,6 +68,21 @@ def test_cheapest_fast_enough_wins_then_fallbacks_in_documented_order():
     assert route_plan.choices[1].typical_ttft_s == 1.8
 
 
+def test_a_plan_with_an_endpoint_without_data_carries_the_models_typical_ttft():
+    """Issue 44 (O8): the first-token budget of an endpoint without data comes from the
+    model's typical TTFT in the bucket (the median of the endpoints' own figures, those
+    a customer's filter leaves out included); a plan where every endpoint has data
+    carries none."""
+    endpoints = [endpoint(1, "a"), endpoint(2, "b"), endpoint(3, "c"), endpoint(4, "new")]
+    speeds = speed({1: 1.0, 2: 3.0, 3: 8.0})
+    assert {c.model_typical_ttft_s for c in plan(endpoints, speeds).choices} == {3.0}
+    pinned = plan(endpoints, speeds, options=RoutingOptions(only=("new",)))
+    assert pinned.first.endpoint_id == 4 and pinned.first.model_typical_ttft_s == 3.0
+    measured = plan(endpoints[:3], speeds)
+    assert {c.model_typical_ttft_s for c in measured.choices} == {None}
+    assert plan(endpoints, speed({})).first.model_typical_ttft_s is None  # nothing known
+
+
 def test_an_endpoint_without_data_is_a_fallback_when_the_model_typical_is_too_slow():
     endpoints = [endpoint(1, price_input=0.10), endpoint(2, price_input=0.20)]
     endpoints.append(endpoint(3, price_input=0.05))  # no data, cheapest

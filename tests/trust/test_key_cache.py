@@ -70,3 +70,55 @@ def test_real_keys_are_evicted_least_recently_used_first(small_cache):
     _authenticate(c_key)
     assert set(auth._cache) == {a_prefix, c_prefix}
     assert b_prefix not in auth._cache
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How many key-row reads and secret hashes the code under test makes: the real
+    functions, counted (the gateway runs in a thread of this process)."""
+    from billing import keys
+
+    counts = {"reads": 0, "hashes": 0}
+    real_load, real_hash = auth._load, keys.hash_secret
+
+    def load(prefix):
+        counts["reads"] += 1
+        return real_load(prefix)
+
+    def hash_secret(secret):
+        counts["hashes"] += 1
+        return real_hash(secret)
+
+    monkeypatch.setattr(auth, "_load", load)
+    monkeypatch.setattr(keys, "hash_secret", hash_secret)
+    return counts
+
+
+def _work_of_one_call(gateway, key: str, counted: dict) -> tuple[int, dict]:
+    import httpx
+
+    from ..support import TEST_MODEL, wait_background_idle
+
+    wait_background_idle()
+    counted.update(reads=0, hashes=0)
+    body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"Authorization": f"Bearer {key}"}
+    reply = httpx.post(f"{gateway.api_url}/chat/completions", json=body, headers=headers)
+    wait_background_idle()
+    return reply.status_code, dict(counted)
+
+
+def test_every_401_does_the_same_work_whatever_the_prefix(gateway, tenant, counted):
+    """Issue 44, key-prefix timing: a 401 for a prefix no key has took ~3.3 ms (a database
+    read), one for a cached known prefix with a wrong secret ~0.7 ms (no read), which
+    told a prober which prefixes exist. Every 401 now costs one hash compare and one
+    read; only a valid key answered from the cache skips the read."""
+    prefix = tenant.api_key.prefix
+    assert _work_of_one_call(gateway, tenant.key, counted)[0] == 200  # the key is cached
+    one_read_one_hash = {"reads": 1, "hashes": 1}
+    wrong_secret = f"ullm_{prefix}_{'w' * SECRET_LENGTH}"
+    assert _work_of_one_call(gateway, wrong_secret, counted) == (401, one_read_one_hash)
+    assert _work_of_one_call(gateway, _made_up(1), counted) == (401, one_read_one_hash)
+    # a made-up prefix seen before is known unknown, and still costs the read
+    assert _work_of_one_call(gateway, _made_up(1), counted) == (401, one_read_one_hash)
+    assert _work_of_one_call(gateway, tenant.key, counted) == (200, {"reads": 0, "hashes": 1})
