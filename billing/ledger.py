@@ -84,6 +84,7 @@ class Checkpoint:
     completion_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
     prices: dict = field(default_factory=dict)
+    usage_estimated: bool = True  # False once the provider reported the usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +322,7 @@ def _checkpoint_row(c: Checkpoint) -> Row:
         request_id=c.request_id, heartbeat_at=c.at, endpoint_id=c.endpoint_id,
         provider_slug=c.provider_slug, prompt_tokens=c.prompt_tokens,
         cached_tokens=c.cached_tokens, completion_tokens=c.completion_tokens,
-        cost_usd=c.cost_usd, prices=c.prices, usage_estimated=True,
+        cost_usd=c.cost_usd, prices=c.prices, usage_estimated=c.usage_estimated,
     )  # fmt: skip
     return row
 
@@ -427,25 +428,48 @@ def _write_batch(items: list[LedgerItem]) -> None:
 
 
 UNFINISHED = "unfinished: the gateway process stopped before the call ended"
+RECONCILE_BATCH = 500
 
 
 def activity_reconcile(*, older_than_s: float) -> int:
-    """Finish rows a crashed or killed gateway process left pending: no heartbeat (or,
-    never beaten, no opening) for ``older_than_s``. A row whose last checkpoint recorded
-    delivered tokens is billed for them at the prices it recorded (what the provider
-    charged for; marked estimated); a row with none is closed at $0. Conditional
-    updates, so running it twice changes nothing. Returns rows closed."""
+    """Finish rows a crashed or killed gateway process left pending: no checkpoint (or,
+    never checkpointed, no opening) for ``older_than_s``. A row whose last checkpoint
+    recorded delivered tokens is billed for them at the prices it recorded (what the
+    provider charged for; estimated unless the provider's usage had come); a row with
+    none is closed at $0. The hard-limit reservations the dead process held for them
+    are settled to what they bill (billing.limits.settle_abandoned). Conditional
+    updates, so running it twice (or beside the call's own finish) changes nothing.
+    Returns rows closed."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=older_than_s)
     stale = Activity.objects.filter(status=Activity.Status.PENDING, created_at__lt=cutoff).filter(
         Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff)
     )
-    closed = stale.filter(completion_tokens__gt=0).update(
-        status=Activity.Status.ERROR, http_status=500, usage_estimated=True, finished_at=now,
+    closed = 0
+    while ids := list(stale.values_list("request_id", flat=True)[:RECONCILE_BATCH]):
+        closed += _close_unfinished(ids, now)
+    return closed
+
+
+def _close_unfinished(request_ids: list[str], now: datetime) -> int:
+    """Close the still-pending rows of ``request_ids`` as errors, billing their
+    checkpoint, and settle their reservations; returns rows closed."""
+    from .limits import settle_abandoned
+
+    pending = Activity.objects.filter(request_id__in=request_ids, status=Activity.Status.PENDING)
+    closed = pending.filter(completion_tokens__gt=0).update(
+        status=Activity.Status.ERROR, http_status=500, finished_at=now,
         error_message=f"{UNFINISHED}; the tokens delivered until then are billed",
     )  # fmt: skip
-    closed += stale.update(
+    closed += pending.update(
         status=Activity.Status.ERROR, http_status=500, error_message=UNFINISHED,
         cost_usd=Decimal(0), prompt_tokens=0, cached_tokens=0, finished_at=now,
     )  # fmt: skip
+    # This run's rows: the same ids, finished now by the reconciler.
+    ours = Activity.objects.filter(
+        request_id__in=request_ids, finished_at=now, error_message__startswith=UNFINISHED
+    )
+    settle_abandoned(
+        list(ours.values("request_id", "api_key_id", "organisation_id", "created_at", "cost_usd"))
+    )
     return closed

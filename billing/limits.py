@@ -29,7 +29,16 @@ from common.aio import db_call, run_in_background
 
 from .alerts import spend_alert_raise
 from .money import money
-from .quota import NANO_PER_USD, Budget, LocalQuota, QuotaStore, RateLimits, RedisQuota, Ticket
+from .quota import (
+    NANO_PER_USD,
+    Budget,
+    LocalQuota,
+    QuotaStore,
+    RateLimits,
+    RedisQuota,
+    Ticket,
+    settle_held,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -109,12 +118,16 @@ def rates_for(principal, now: float | None = None) -> RateLimits | None:
         return None
     now = time.time() if now is None else now
     minute = int(now // 60)
-    base = f"{settings.UBERLLM['SHARED_KEY_PREFIX']}:rate:key:{principal.api_key_id}"
+    base = _rate_base(principal.api_key_id)
     return RateLimits(
         rpm=rpm, tpm=tpm, concurrent=concurrent, rpm_key=f"{base}:rpm:{minute}",
         tpm_key=f"{base}:tpm:{minute}", concurrent_key=f"{base}:inflight",
         window_reset_s=(minute + 1) * 60 - now,
     )  # fmt: skip
+
+
+def _rate_base(api_key_id: int | None) -> str:
+    return f"{settings.UBERLLM['SHARED_KEY_PREFIX']}:rate:key:{api_key_id}"
 
 
 def worst_case_usd(routes, prompt_tokens: int, max_tokens: int) -> Decimal:
@@ -285,6 +298,44 @@ async def _settle(ticket: Ticket, actual_nano: int, tokens_delta: int) -> None:
     for budget, now_spent in zip(ticket.budgets, spent, strict=True):
         if now_spent >= 0:
             await _maybe_alert(ticket.extra.get("organisation_id"), budget, now_spent)
+
+
+def _abandoned_keys(call: dict) -> list[str]:
+    """SETTLE_HELD_LUA's keys for a ledger row: every budget its call may have reserved
+    against (the key's and the organisation's, month and day of its creation), then the
+    key's in-flight set."""
+    prefix = settings.UBERLLM["SHARED_KEY_PREFIX"]
+    created = call["created_at"].astimezone(UTC)
+    scopes = [f"org:{call['organisation_id']}"]
+    if call["api_key_id"] is not None:
+        scopes.insert(0, f"key:{call['api_key_id']}")
+    keys = []
+    for scope in scopes:
+        for period in ("month", "day"):
+            key = f"{prefix}:spend:{scope}:{period}:{_period_bounds(period, created)[1]}"
+            keys += [key, f"{key}:res"]
+    return [*keys, f"{_rate_base(call['api_key_id'])}:inflight"]
+
+
+def settle_abandoned(calls: list[dict]) -> int:
+    """The reconciler closed ``calls`` (ledger rows: request_id, api_key_id,
+    organisation_id, created_at, cost_usd) of a process that died mid-call: settle the
+    reservations it still held to what the rows bill, instead of leaving them to expire
+    (``SPEND_RESERVATION_TTL_S``). Redis only: the embedded store lived in the dead
+    process's memory (a new process seeds its budgets from the ledger). Returns the
+    budgets settled; a Redis error is logged (the reservations then expire)."""
+    url = settings.REDIS_URL or ""
+    if not url or not calls:
+        return 0
+    settlements = [(_abandoned_keys(c), c["request_id"], nano(c["cost_usd"])) for c in calls]
+    try:
+        return settle_held(url, settlements)
+    except Exception:
+        logger.exception(
+            "settling %d abandoned reservations failed; they expire in SPEND_RESERVATION_TTL_S",
+            len(calls),
+        )
+        return 0
 
 
 # --- Alerts -----------------------------------------------------------------------------

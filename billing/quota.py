@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from common.redis_clients import loop_client
+from common.redis_clients import REDIS_TIMEOUT_S, loop_client
 
 NANO_PER_USD = 1_000_000_000
 
@@ -336,6 +336,31 @@ if ARGV[6] == '1' then redis.call('ZREM', KEYS[2*n+3], rid) end
 return out
 """
 
+# The reconciler's settlement of a call whose process died (billing.limits.
+# settle_abandoned). KEYS: (hash, reservations zset) of every budget the call may have
+# reserved against, then its key's in-flight set. ARGV: n, rid, actual. Only a budget
+# still holding the call's reservation is settled (and counts ``actual`` as spent): a
+# call its own process settled, or settled twice, changes nothing.
+SETTLE_HELD_LUA = """
+local n = tonumber(ARGV[1])
+local rid = ARGV[2]
+local actual = tonumber(ARGV[3])
+local settled = 0
+for i = 1, n do
+  local h, z = KEYS[2*i-1], KEYS[2*i]
+  local a = redis.call('HGET', h, 'r:' .. rid)
+  if a then
+    redis.call('HINCRBY', h, 'reserved', -tonumber(a))
+    redis.call('HDEL', h, 'r:' .. rid)
+    redis.call('ZREM', z, rid)
+    if redis.call('HEXISTS', h, 'spent') == 1 then redis.call('HINCRBY', h, 'spent', actual) end
+    settled = settled + 1
+  end
+end
+redis.call('ZREM', KEYS[2*n+1], rid)
+return settled
+"""
+
 SPENT_LUA = """
 local out = {}
 for i = 1, #KEYS do
@@ -426,3 +451,27 @@ class RedisQuota(QuotaStore):
             s = int(values[i])
             out.append(None if s < 0 else (s, int(values[i + 1])))
         return out
+
+
+def settle_held(url: str, settlements: list[tuple[list[str], str, int]]) -> int:
+    """Settle, in Redis and from synchronous code (the reconciler), each (keys as
+    SETTLE_HELD_LUA's, request id, actual nano-dollars) whose reservation is still held;
+    one round trip for all. Returns the budgets settled."""
+    import redis
+
+    if not settlements:
+        return 0
+    client = redis.Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_timeout=REDIS_TIMEOUT_S,
+        socket_connect_timeout=REDIS_TIMEOUT_S,
+    )
+    try:
+        script = client.register_script(SETTLE_HELD_LUA)
+        with client.pipeline(transaction=False) as pipe:
+            for keys, request_id, actual_nano in settlements:
+                script(keys=keys, args=[(len(keys) - 1) // 2, request_id, actual_nano], client=pipe)
+            return sum(int(settled) for settled in pipe.execute())
+    finally:
+        client.close()

@@ -388,6 +388,12 @@ UBERLLM = {
     # the reconciler (every RECONCILE_EVERY_S) closes a pending row whose last beat is
     # older than RECONCILE_AFTER_S (a dead process), billing what was delivered.
     "LEDGER_HEARTBEAT_S": env.float("UBERLLM_LEDGER_HEARTBEAT_S", default=30.0),
+    # A streaming call's billed numbers (tokens delivered, usage once reported) are
+    # checkpointed this often, all of a process's calls in one ledger batch; until the
+    # provider's usage comes a checkpoint also bills the tokens due within the lead at
+    # the stream's rate, so a killed process's row covers what its clients received.
+    "LEDGER_CHECKPOINT_S": env.float("UBERLLM_LEDGER_CHECKPOINT_S", default=1.0),
+    "LEDGER_CHECKPOINT_LEAD_S": env.float("UBERLLM_LEDGER_CHECKPOINT_LEAD_S", default=1.5),
     # Each gateway process writes its ledger rows at most once per this interval (the
     # openings and endings of that moment in one transaction): fewer, larger writes under
     # load, at the price of rows landing (and lost with a killed process) that much later.

@@ -506,3 +506,39 @@ def test_a_heartbeat_of_many_streams_is_the_same_statements_for_any_number(tenan
         return seen
 
     assert beat(3) == beat(120)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reconciler_keeps_a_checkpoints_reported_usage_exact(tenant, market):
+    """A stream whose provider had reported its usage when its process died is closed
+    with that usage, not marked estimated; one that had only delivered tokens is."""
+    from billing.ledger import Checkpoint, OpenRow, activity_reconcile, ledger_write
+
+    then = timezone.now() - timedelta(seconds=60)
+    rows = [
+        OpenRow(f"gen-{name}", tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True, then)
+        for name in ("reported", "delivered")
+    ]
+    ledger_write([(row, None) for row in rows])
+    beats = [
+        Checkpoint(
+            row.request_id,
+            then,
+            endpoint_id=market["alpha"].id,
+            provider_slug="alpha",
+            prompt_tokens=10,
+            completion_tokens=20,
+            cost_usd=Decimal("0.00001"),
+            prices={"output": "0.5"},
+            usage_estimated=estimated,
+        )
+        for row, estimated in zip(rows, (False, True), strict=True)
+    ]
+    ledger_write([(row, beat) for row, beat in zip(rows, beats, strict=True)])
+    assert activity_reconcile(older_than_s=30) == 2
+    closed = {a.request_id: a for a in Activity.objects.all()}
+    assert not closed["gen-reported"].usage_estimated and closed["gen-delivered"].usage_estimated
+    assert {a.status for a in closed.values()} == {"error"}
+    assert all(
+        a.completion_tokens == 20 and a.cost_usd == Decimal("0.00001") for a in closed.values()
+    )
