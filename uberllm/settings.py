@@ -12,6 +12,7 @@ from pathlib import Path
 import environ
 from celery.schedules import crontab
 
+from common.config import SettingsDict
 from common.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -272,179 +273,192 @@ LOGGING = logging_config(LOG_FORMAT, env("LOG_LEVEL", default="WARNING"))
 
 
 # --- UberLLM product settings (fixed waits of the product are settings, so tests are fast)
-UBERLLM = {
-    # Largest accepted chat request body; larger gets HTTP 413 before it is read (from
-    # Content-Length) or as soon as a chunked body passes it.
-    "MAX_BODY_BYTES": env.int("UBERLLM_MAX_BODY_BYTES", default=10 * 1024 * 1024),
-    # Deepest JSON nesting accepted in a chat or Messages body (the body itself is level
-    # 1); deeper is a 400 naming the field. Keep it well under 254: the upstream encoder
-    # (orjson) refuses more, and the protocol translations add a few levels.
-    "MAX_JSON_DEPTH": env.int("UBERLLM_MAX_JSON_DEPTH", default=128),
-    # A chat body larger than this does its per-message work (validation, token estimate,
-    # prefix hashes) in a worker thread, so the event loop keeps relaying other streams.
-    "OFF_LOOP_BODY_BYTES": env.int("UBERLLM_OFF_LOOP_BODY_BYTES", default=64 * 1024),
-    # Admission control: chat calls in flight per gateway process; past it a JSON 503
-    # with Retry-After answers at once instead of queueing without bound.
-    "MAX_INFLIGHT_CALLS": env.int("UBERLLM_MAX_INFLIGHT_CALLS", default=2000),
-    # ... and ledger items (pending rows, outcomes) queued but not written yet: past it
-    # (the database slower than the traffic, or away for long) new calls get the same 503
-    # instead of the backlog growing in memory until rows would be dropped.
-    "LEDGER_BACKLOG_MAX": env.int("UBERLLM_LEDGER_BACKLOG_MAX", default=50_000),
-    # Upstream timeouts (seconds): connect, wait for response headers, wait for the first
-    # token, and the longest gap between two chunks once streaming.
-    "UPSTREAM_CONNECT_TIMEOUT_S": env.float("UBERLLM_UPSTREAM_CONNECT_TIMEOUT_S", default=5.0),
-    "UPSTREAM_FIRST_TOKEN_TIMEOUT_S": env.float(
-        "UBERLLM_UPSTREAM_FIRST_TOKEN_TIMEOUT_S", default=180.0
-    ),
-    "UPSTREAM_IDLE_TIMEOUT_S": env.float("UBERLLM_UPSTREAM_IDLE_TIMEOUT_S", default=60.0),
-    # An attempt at an endpoint whose typical TTFT in the bucket is t waits for its first
-    # token max(FLOOR, FACTOR x t) seconds (never more than the flat timeout above), so
-    # a hanging provider costs seconds (issue 10; routing.core.timeouts).
-    "ROUTING_FIRST_TOKEN_FLOOR_S": env.float("UBERLLM_ROUTING_FIRST_TOKEN_FLOOR_S", default=20.0),
-    "ROUTING_FIRST_TOKEN_FACTOR": env.float("UBERLLM_ROUTING_FIRST_TOKEN_FACTOR", default=4.0),
-    "UPSTREAM_MAX_CONNECTIONS": env.int("UBERLLM_UPSTREAM_MAX_CONNECTIONS", default=1000),
-    # Retries (R4): attempts in all, across distinct endpoints.
-    "MAX_ATTEMPTS": env.int("UBERLLM_MAX_ATTEMPTS", default=4),
-    # R2.7: an endpoint that refused a call is unusable for FIRST_WINDOW_S, doubling with
-    # each consecutive refusal up to UNUSABLE_WINDOW_S (15 minutes); a served call resets.
-    "UNUSABLE_FIRST_WINDOW_S": env.float("UBERLLM_UNUSABLE_FIRST_WINDOW_S", default=30.0),
-    "UNUSABLE_WINDOW_S": env.float("UBERLLM_UNUSABLE_WINDOW_S", default=900.0),
-    # A conversation's request is priced with this many expected follow-up turns (their
-    # prompt a cache read where it is served now), so it leaves a reseller with dear
-    # cache reads (docs/simulator.md, finding 1). 0 prices each request alone.
-    "FOLLOWUP_TURNS": env.float("UBERLLM_FOLLOWUP_TURNS", default=2.0),
-    # A first turn is priced with the share of its API key's first turns of that size
-    # that a second turn followed, times the follow-ups above (docs/routing.md).
-    "ROUTING_FIRST_TURN_FOLLOWUPS": env.bool("UBERLLM_ROUTING_FIRST_TURN_FOLLOWUPS", default=True),
-    # R2.4 slow tail (docs/routing.md): 0 = median only (R2.2); w > 0 also requires
-    # typical + w x (p90 - typical) within 2x of the best, so stalling providers lose
-    # long prompts (a better p90, at a higher cost: docs/simulator.md).
-    "ROUTING_TAIL_WEIGHT": env.float("UBERLLM_ROUTING_TAIL_WEIGHT", default=0.0),
-    # R2.4 "fast enough": typical TTFT within this ratio of the fastest endpoint's, or
-    # under this many seconds. The defaults are the product's rule; a wider band trades
-    # TTFT for price (docs/simulator.md, "Realistic cache speedups").
-    "ROUTING_FAST_ENOUGH_RATIO": env.float("UBERLLM_ROUTING_FAST_ENOUGH_RATIO", default=2.0),
-    "ROUTING_FAST_ENOUGH_UNDER_S": env.float("UBERLLM_ROUTING_FAST_ENOUGH_UNDER_S", default=1.0),
-    # The same bound for prompts of 32k tokens and more; unset (default): the one above.
-    # 3-4 s lowers cost on long prompts without touching short ones (docs/routing.md).
-    "ROUTING_FAST_ENOUGH_UNDER_S_LONG": env.float(
-        "UBERLLM_ROUTING_FAST_ENOUGH_UNDER_S_LONG", default=None
-    ),
-    # O3: a 429 teaches the endpoint a concurrency cap (0.9 x this process's calls in
-    # flight there); while reached, its traffic spills over to the next choice.
-    "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=False),
-    # Probes stop for the UTC day once they cost this much (USD, all models); 0 = no limit.
-    "PROBE_DAILY_BUDGET_USD": env.float("UBERLLM_PROBE_DAILY_BUDGET_USD", default=25.0),
-    # Probes by volume: the probes of a model's size bucket over the last window cost at
-    # most this share of what its customers paid for that size in the same window
-    # (routing/probes.py within_volume); 0 = off.
-    "PROBE_SPEND_SHARE": env.float("UBERLLM_PROBE_SPEND_SHARE", default=0.25),
-    "PROBE_SPEND_WINDOW_S": env.float("UBERLLM_PROBE_SPEND_WINDOW_S", default=3600.0),
-    # Probe only where the answer could change a pick: skip endpoints dearer than the
-    # current pick and not the fastest (docs/routing.md "Probes by need").
-    "PROBE_BY_NEED": env.bool("UBERLLM_PROBE_BY_NEED", default=True),
-    # R2.6: share of requests sent to an endpoint with too little speed data.
-    "EXPLORATION_RATE": env.float("UBERLLM_EXPLORATION_RATE", default=0.05),
-    # Rolling window of TTFT samples kept per endpoint and prompt-size bucket.
-    "SPEED_WINDOW_SIZE": env.int("UBERLLM_SPEED_WINDOW_SIZE", default=50),
-    # Samples older than this no longer count (seconds).
-    "SPEED_MAX_AGE_S": env.float("UBERLLM_SPEED_MAX_AGE_S", default=6 * 3600.0),
-    # Namespace of keys in the shared store (Redis), so test runs cannot collide.
-    "SHARED_KEY_PREFIX": env("UBERLLM_SHARED_KEY_PREFIX", default="ullm"),
-    # R3 hedging of long streaming prompts: wait before the second leg (32k-128k), the
-    # size thresholds, and the daily budget (USD) that pays for the cancelled legs.
-    "HEDGE_DELAY_S": env.float("UBERLLM_HEDGE_DELAY_S", default=1.0),
-    "HEDGE_DELAYED_FROM_TOKENS": env.int("UBERLLM_HEDGE_DELAYED_FROM_TOKENS", default=32_000),
-    "HEDGE_IMMEDIATE_FROM_TOKENS": env.int("UBERLLM_HEDGE_IMMEDIATE_FROM_TOKENS", default=128_000),
-    "HEDGE_DAILY_BUDGET_USD": env.float("UBERLLM_HEDGE_DAILY_BUDGET_USD", default=5.0),
-    # The daily hedge budget is paced over the UTC day: by time t at most
-    # budget x (t + burst) / 24 h is spent; 86400 or more = all of it from 00:00 (greedy).
-    "HEDGE_BUDGET_BURST_S": env.float("UBERLLM_HEDGE_BUDGET_BURST_S", default=3600.0),
-    # A streamed reply starts (200 and its SSE headers) once a provider has answered 200,
-    # while it prefills, so the first token leaves in one write; false: only with the
-    # first token (or the keep-alive below), so that a call failing on every provider
-    # before its first token answers an HTTP error status instead of an error chunk.
-    "EARLY_STREAM_START": env.bool("UBERLLM_EARLY_STREAM_START", default=True),
-    # While no first token has arrived, answer 200 after this long and keep the stream
-    # alive with SSE comments (": PROCESSING") every KEEPALIVE_INTERVAL_S.
-    "KEEPALIVE_AFTER_S": env.float("UBERLLM_KEEPALIVE_AFTER_S", default=2.0),
-    "KEEPALIVE_INTERVAL_S": env.float("UBERLLM_KEEPALIVE_INTERVAL_S", default=3.0),
-    # R5 probes: period, prompt sizes (tokens), concurrency and timeout per probe.
-    "PROBE_PERIOD_S": env.float("UBERLLM_PROBE_PERIOD_S", default=300.0),
-    "PROBE_SIZES": env.list("UBERLLM_PROBE_SIZES", cast=int, default=[20_000, 60_000, 150_000]),
-    "PROBE_CONCURRENCY": env.int("UBERLLM_PROBE_CONCURRENCY", default=4),
-    "PROBE_TIMEOUT_S": env.float("UBERLLM_PROBE_TIMEOUT_S", default=90.0),
-    # Retention: probe results are kept this many days (speed samples: SPEED_MAX_AGE_S).
-    "PROBE_RESULT_MAX_AGE_DAYS": env.int("UBERLLM_PROBE_RESULT_MAX_AGE_DAYS", default=30),
-    # Retention of the ledger (billing.retention): Activity rows (and their attempts) of
-    # whole months older than this many days are archived to gzip JSON lines under
-    # ACTIVITY_ARCHIVE_DIR (one file per organisation and month), then deleted; the
-    # rollups keep those months on the Usage page. 0: keep every row forever.
-    "ACTIVITY_RETENTION_DAYS": env.int("UBERLLM_ACTIVITY_RETENTION_DAYS", default=0),
-    "ACTIVITY_ARCHIVE_DIR": env(
-        "UBERLLM_ACTIVITY_ARCHIVE_DIR", default=str(VAR_DIR / "activity-archive")
-    ),
-    # Calls in flight checkpoint their Activity row this often (alive + tokens delivered);
-    # the reconciler (every RECONCILE_EVERY_S) closes a pending row whose last beat is
-    # older than RECONCILE_AFTER_S (a dead process), billing what was delivered.
-    "LEDGER_HEARTBEAT_S": env.float("UBERLLM_LEDGER_HEARTBEAT_S", default=30.0),
-    # A streaming call's billed numbers (tokens delivered, usage once reported) are
-    # checkpointed this often, all of a process's calls in one ledger batch; until the
-    # provider's usage comes a checkpoint also bills the tokens due within the lead at
-    # the stream's rate, so a killed process's row covers what its clients received.
-    "LEDGER_CHECKPOINT_S": env.float("UBERLLM_LEDGER_CHECKPOINT_S", default=1.0),
-    "LEDGER_CHECKPOINT_LEAD_S": env.float("UBERLLM_LEDGER_CHECKPOINT_LEAD_S", default=1.5),
-    # Each gateway process writes its ledger rows at most once per this interval (the
-    # openings and endings of that moment in one transaction): fewer, larger writes under
-    # load, at the price of rows landing (and lost with a killed process) that much later.
-    "LEDGER_FLUSH_INTERVAL_S": env.float("UBERLLM_LEDGER_FLUSH_INTERVAL_S", default=0.2),
-    # Speed samples likewise (this process's routing learns at once; the others re-read
-    # the database every SPEED_CACHE_TTL_S).
-    "SPEED_SAMPLE_FLUSH_INTERVAL_S": env.float(
-        "UBERLLM_SPEED_SAMPLE_FLUSH_INTERVAL_S", default=0.5
-    ),
-    "RECONCILE_AFTER_S": env.float("UBERLLM_RECONCILE_AFTER_S", default=90.0),
-    "RECONCILE_EVERY_S": env.float("UBERLLM_RECONCILE_EVERY_S", default=30.0),
-    # In-process caches in front of the shared stores (seconds).
-    "CATALOG_CACHE_TTL_S": env.float("UBERLLM_CATALOG_CACHE_TTL_S", default=5.0),
-    # A request refused (4xx) for something a catalog snapshot older than the TTL does not
-    # know (a model, provider or endpoint added while idle) waits this long at most for
-    # the reload before the refusal stands (routing.catalog.CatalogCache).
-    "CATALOG_RELOAD_WAIT_S": env.float("UBERLLM_CATALOG_RELOAD_WAIT_S", default=2.0),
-    "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),
-    # Hard spend limits (billing.limits, docs/security.md "Spend and rate limits"): a
-    # request reserves its worst-case cost (prompt estimate x SPEND_PROMPT_MARGIN +
-    # max_tokens, or SPEND_DEFAULT_MAX_TOKENS sent upstream as max_tokens when the
-    # request has none, at the dearest endpoint of its plan) and settles to the real
-    # cost when it ends. A reservation a crashed process never settled expires after
-    # SPEND_RESERVATION_TTL_S (so must a call longer than that: it is then no longer held).
-    "SPEND_DEFAULT_MAX_TOKENS": env.int("UBERLLM_SPEND_DEFAULT_MAX_TOKENS", default=4096),
-    "SPEND_PROMPT_MARGIN": env.float("UBERLLM_SPEND_PROMPT_MARGIN", default=1.25),
-    "SPEND_RESERVATION_TTL_S": env.float("UBERLLM_SPEND_RESERVATION_TTL_S", default=900.0),
-    "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
-    # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
-    "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=False),
-    # Fernet keys encrypting provider credentials at rest, comma-separated: the first
-    # encrypts, all decrypt (rotation). Unset: a key derived from DJANGO_SECRET_KEY
-    # (development only; `check --deploy` flags it). docs/security.md.
-    "CREDENTIAL_KEYS": env.list("UBERLLM_CREDENTIAL_KEYS", default=[]),
-    # How long an invitation link to join an organisation stays valid (hours).
-    "INVITATION_MAX_AGE_H": env.float("UBERLLM_INVITATION_MAX_AGE_H", default=72.0),
-    # At shutdown, after the requests in flight have finished (uvicorn's
-    # --timeout-graceful-shutdown is the drain timeout), wait this long for their ledger
-    # and learning writes.
-    "DRAIN_BACKGROUND_TIMEOUT_S": env.float("UBERLLM_DRAIN_BACKGROUND_TIMEOUT_S", default=30.0),
-    # The gateway process's garbage-collector thresholds (gc.set_threshold), set at startup
-    # after gc.freeze: the calls in flight keep tens of thousands of young objects alive,
-    # which Python's default (700, 10, 10) walks again and again and promotes to the older
-    # generations (loop stalls of 10-100 ms at 128 streams; docs/benchmarks.md, round 20).
-    # Empty: Python's defaults.
-    "GC_THRESHOLDS": tuple(env.list("UBERLLM_GC_THRESHOLDS", cast=int, default=[50_000, 10, 10])),
-    # OpenTelemetry traces: off, console or otlp (OTEL_EXPORTER_OTLP_ENDPOINT).
-    "TRACING": env("UBERLLM_TRACING", default="off"),
-    # Bearer token a Prometheus scraper sends to /metrics; empty: /metrics answers 404.
-    "METRICS_TOKEN": env("UBERLLM_METRICS_TOKEN", default=""),
-}
+# The product's knobs; read only through each app's typed config (common/config.py).
+UBERLLM = SettingsDict(
+    {
+        # Largest accepted chat request body; larger gets HTTP 413 before it is read (from
+        # Content-Length) or as soon as a chunked body passes it.
+        "MAX_BODY_BYTES": env.int("UBERLLM_MAX_BODY_BYTES", default=10 * 1024 * 1024),
+        # Deepest JSON nesting accepted in a chat or Messages body (the body itself is level
+        # 1); deeper is a 400 naming the field. Keep it well under 254: the upstream encoder
+        # (orjson) refuses more, and the protocol translations add a few levels.
+        "MAX_JSON_DEPTH": env.int("UBERLLM_MAX_JSON_DEPTH", default=128),
+        # A chat body larger than this does its per-message work (validation, token estimate,
+        # prefix hashes) in a worker thread, so the event loop keeps relaying other streams.
+        "OFF_LOOP_BODY_BYTES": env.int("UBERLLM_OFF_LOOP_BODY_BYTES", default=64 * 1024),
+        # Admission control: chat calls in flight per gateway process; past it a JSON 503
+        # with Retry-After answers at once instead of queueing without bound.
+        "MAX_INFLIGHT_CALLS": env.int("UBERLLM_MAX_INFLIGHT_CALLS", default=2000),
+        # ... and ledger items (pending rows, outcomes) queued but not written yet: past it
+        # (the database slower than the traffic, or away for long) new calls get the same 503
+        # instead of the backlog growing in memory until rows would be dropped.
+        "LEDGER_BACKLOG_MAX": env.int("UBERLLM_LEDGER_BACKLOG_MAX", default=50_000),
+        # Upstream timeouts (seconds): connect, wait for response headers, wait for the first
+        # token, and the longest gap between two chunks once streaming.
+        "UPSTREAM_CONNECT_TIMEOUT_S": env.float("UBERLLM_UPSTREAM_CONNECT_TIMEOUT_S", default=5.0),
+        "UPSTREAM_FIRST_TOKEN_TIMEOUT_S": env.float(
+            "UBERLLM_UPSTREAM_FIRST_TOKEN_TIMEOUT_S", default=180.0
+        ),
+        "UPSTREAM_IDLE_TIMEOUT_S": env.float("UBERLLM_UPSTREAM_IDLE_TIMEOUT_S", default=60.0),
+        # An attempt at an endpoint whose typical TTFT in the bucket is t waits for its first
+        # token max(FLOOR, FACTOR x t) seconds (never more than the flat timeout above), so
+        # a hanging provider costs seconds (issue 10; routing.core.timeouts).
+        "ROUTING_FIRST_TOKEN_FLOOR_S": env.float(
+            "UBERLLM_ROUTING_FIRST_TOKEN_FLOOR_S", default=20.0
+        ),
+        "ROUTING_FIRST_TOKEN_FACTOR": env.float("UBERLLM_ROUTING_FIRST_TOKEN_FACTOR", default=4.0),
+        "UPSTREAM_MAX_CONNECTIONS": env.int("UBERLLM_UPSTREAM_MAX_CONNECTIONS", default=1000),
+        # Retries (R4): attempts in all, across distinct endpoints.
+        "MAX_ATTEMPTS": env.int("UBERLLM_MAX_ATTEMPTS", default=4),
+        # R2.7: an endpoint that refused a call is unusable for FIRST_WINDOW_S, doubling with
+        # each consecutive refusal up to UNUSABLE_WINDOW_S (15 minutes); a served call resets.
+        "UNUSABLE_FIRST_WINDOW_S": env.float("UBERLLM_UNUSABLE_FIRST_WINDOW_S", default=30.0),
+        "UNUSABLE_WINDOW_S": env.float("UBERLLM_UNUSABLE_WINDOW_S", default=900.0),
+        # A conversation's request is priced with this many expected follow-up turns (their
+        # prompt a cache read where it is served now), so it leaves a reseller with dear
+        # cache reads (docs/simulator.md, finding 1). 0 prices each request alone.
+        "FOLLOWUP_TURNS": env.float("UBERLLM_FOLLOWUP_TURNS", default=2.0),
+        # A first turn is priced with the share of its API key's first turns of that size
+        # that a second turn followed, times the follow-ups above (docs/routing.md).
+        "ROUTING_FIRST_TURN_FOLLOWUPS": env.bool(
+            "UBERLLM_ROUTING_FIRST_TURN_FOLLOWUPS", default=True
+        ),
+        # R2.4 slow tail (docs/routing.md): 0 = median only (R2.2); w > 0 also requires
+        # typical + w x (p90 - typical) within 2x of the best, so stalling providers lose
+        # long prompts (a better p90, at a higher cost: docs/simulator.md).
+        "ROUTING_TAIL_WEIGHT": env.float("UBERLLM_ROUTING_TAIL_WEIGHT", default=0.0),
+        # R2.4 "fast enough": typical TTFT within this ratio of the fastest endpoint's, or
+        # under this many seconds. The defaults are the product's rule; a wider band trades
+        # TTFT for price (docs/simulator.md, "Realistic cache speedups").
+        "ROUTING_FAST_ENOUGH_RATIO": env.float("UBERLLM_ROUTING_FAST_ENOUGH_RATIO", default=2.0),
+        "ROUTING_FAST_ENOUGH_UNDER_S": env.float(
+            "UBERLLM_ROUTING_FAST_ENOUGH_UNDER_S", default=1.0
+        ),
+        # The same bound for prompts of 32k tokens and more; unset (default): the one above.
+        # 3-4 s lowers cost on long prompts without touching short ones (docs/routing.md).
+        "ROUTING_FAST_ENOUGH_UNDER_S_LONG": env.float(
+            "UBERLLM_ROUTING_FAST_ENOUGH_UNDER_S_LONG", default=None
+        ),
+        # O3: a 429 teaches the endpoint a concurrency cap (0.9 x this process's calls in
+        # flight there); while reached, its traffic spills over to the next choice.
+        "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=False),
+        # Probes stop for the UTC day once they cost this much (USD, all models); 0 = no limit.
+        "PROBE_DAILY_BUDGET_USD": env.float("UBERLLM_PROBE_DAILY_BUDGET_USD", default=25.0),
+        # Probes by volume: the probes of a model's size bucket over the last window cost at
+        # most this share of what its customers paid for that size in the same window
+        # (routing/probes.py within_volume); 0 = off.
+        "PROBE_SPEND_SHARE": env.float("UBERLLM_PROBE_SPEND_SHARE", default=0.25),
+        "PROBE_SPEND_WINDOW_S": env.float("UBERLLM_PROBE_SPEND_WINDOW_S", default=3600.0),
+        # Probe only where the answer could change a pick: skip endpoints dearer than the
+        # current pick and not the fastest (docs/routing.md "Probes by need").
+        "PROBE_BY_NEED": env.bool("UBERLLM_PROBE_BY_NEED", default=True),
+        # R2.6: share of requests sent to an endpoint with too little speed data.
+        "EXPLORATION_RATE": env.float("UBERLLM_EXPLORATION_RATE", default=0.05),
+        # Rolling window of TTFT samples kept per endpoint and prompt-size bucket.
+        "SPEED_WINDOW_SIZE": env.int("UBERLLM_SPEED_WINDOW_SIZE", default=50),
+        # Samples older than this no longer count (seconds).
+        "SPEED_MAX_AGE_S": env.float("UBERLLM_SPEED_MAX_AGE_S", default=6 * 3600.0),
+        # Namespace of keys in the shared store (Redis), so test runs cannot collide.
+        "SHARED_KEY_PREFIX": env("UBERLLM_SHARED_KEY_PREFIX", default="ullm"),
+        # R3 hedging of long streaming prompts: wait before the second leg (32k-128k), the
+        # size thresholds, and the daily budget (USD) that pays for the cancelled legs.
+        "HEDGE_DELAY_S": env.float("UBERLLM_HEDGE_DELAY_S", default=1.0),
+        "HEDGE_DELAYED_FROM_TOKENS": env.int("UBERLLM_HEDGE_DELAYED_FROM_TOKENS", default=32_000),
+        "HEDGE_IMMEDIATE_FROM_TOKENS": env.int(
+            "UBERLLM_HEDGE_IMMEDIATE_FROM_TOKENS", default=128_000
+        ),
+        "HEDGE_DAILY_BUDGET_USD": env.float("UBERLLM_HEDGE_DAILY_BUDGET_USD", default=5.0),
+        # The daily hedge budget is paced over the UTC day: by time t at most
+        # budget x (t + burst) / 24 h is spent; 86400 or more = all of it from 00:00 (greedy).
+        "HEDGE_BUDGET_BURST_S": env.float("UBERLLM_HEDGE_BUDGET_BURST_S", default=3600.0),
+        # A streamed reply starts (200 and its SSE headers) once a provider has answered 200,
+        # while it prefills, so the first token leaves in one write; false: only with the
+        # first token (or the keep-alive below), so that a call failing on every provider
+        # before its first token answers an HTTP error status instead of an error chunk.
+        "EARLY_STREAM_START": env.bool("UBERLLM_EARLY_STREAM_START", default=True),
+        # While no first token has arrived, answer 200 after this long and keep the stream
+        # alive with SSE comments (": PROCESSING") every KEEPALIVE_INTERVAL_S.
+        "KEEPALIVE_AFTER_S": env.float("UBERLLM_KEEPALIVE_AFTER_S", default=2.0),
+        "KEEPALIVE_INTERVAL_S": env.float("UBERLLM_KEEPALIVE_INTERVAL_S", default=3.0),
+        # R5 probes: period, prompt sizes (tokens), concurrency and timeout per probe.
+        "PROBE_PERIOD_S": env.float("UBERLLM_PROBE_PERIOD_S", default=300.0),
+        "PROBE_SIZES": env.list("UBERLLM_PROBE_SIZES", cast=int, default=[20_000, 60_000, 150_000]),
+        "PROBE_CONCURRENCY": env.int("UBERLLM_PROBE_CONCURRENCY", default=4),
+        "PROBE_TIMEOUT_S": env.float("UBERLLM_PROBE_TIMEOUT_S", default=90.0),
+        # Retention: probe results are kept this many days (speed samples: SPEED_MAX_AGE_S).
+        "PROBE_RESULT_MAX_AGE_DAYS": env.int("UBERLLM_PROBE_RESULT_MAX_AGE_DAYS", default=30),
+        # Retention of the ledger (billing.retention): Activity rows (and their attempts) of
+        # whole months older than this many days are archived to gzip JSON lines under
+        # ACTIVITY_ARCHIVE_DIR (one file per organisation and month), then deleted; the
+        # rollups keep those months on the Usage page. 0: keep every row forever.
+        "ACTIVITY_RETENTION_DAYS": env.int("UBERLLM_ACTIVITY_RETENTION_DAYS", default=0),
+        "ACTIVITY_ARCHIVE_DIR": env(
+            "UBERLLM_ACTIVITY_ARCHIVE_DIR", default=str(VAR_DIR / "activity-archive")
+        ),
+        # Calls in flight checkpoint their Activity row this often (alive + tokens delivered);
+        # the reconciler (every RECONCILE_EVERY_S) closes a pending row whose last beat is
+        # older than RECONCILE_AFTER_S (a dead process), billing what was delivered.
+        "LEDGER_HEARTBEAT_S": env.float("UBERLLM_LEDGER_HEARTBEAT_S", default=30.0),
+        # A streaming call's billed numbers (tokens delivered, usage once reported) are
+        # checkpointed this often, all of a process's calls in one ledger batch; until the
+        # provider's usage comes a checkpoint also bills the tokens due within the lead at
+        # the stream's rate, so a killed process's row covers what its clients received.
+        "LEDGER_CHECKPOINT_S": env.float("UBERLLM_LEDGER_CHECKPOINT_S", default=1.0),
+        "LEDGER_CHECKPOINT_LEAD_S": env.float("UBERLLM_LEDGER_CHECKPOINT_LEAD_S", default=1.5),
+        # Each gateway process writes its ledger rows at most once per this interval (the
+        # openings and endings of that moment in one transaction): fewer, larger writes under
+        # load, at the price of rows landing (and lost with a killed process) that much later.
+        "LEDGER_FLUSH_INTERVAL_S": env.float("UBERLLM_LEDGER_FLUSH_INTERVAL_S", default=0.2),
+        # Speed samples likewise (this process's routing learns at once; the others re-read
+        # the database every SPEED_CACHE_TTL_S).
+        "SPEED_SAMPLE_FLUSH_INTERVAL_S": env.float(
+            "UBERLLM_SPEED_SAMPLE_FLUSH_INTERVAL_S", default=0.5
+        ),
+        "RECONCILE_AFTER_S": env.float("UBERLLM_RECONCILE_AFTER_S", default=90.0),
+        "RECONCILE_EVERY_S": env.float("UBERLLM_RECONCILE_EVERY_S", default=30.0),
+        # In-process caches in front of the shared stores (seconds).
+        "CATALOG_CACHE_TTL_S": env.float("UBERLLM_CATALOG_CACHE_TTL_S", default=5.0),
+        # A request refused (4xx) for something a catalog snapshot older than the TTL does not
+        # know (a model, provider or endpoint added while idle) waits this long at most for
+        # the reload before the refusal stands (routing.catalog.CatalogCache).
+        "CATALOG_RELOAD_WAIT_S": env.float("UBERLLM_CATALOG_RELOAD_WAIT_S", default=2.0),
+        "API_KEY_CACHE_TTL_S": env.float("UBERLLM_API_KEY_CACHE_TTL_S", default=5.0),
+        # Hard spend limits (billing.limits, docs/security.md "Spend and rate limits"): a
+        # request reserves its worst-case cost (prompt estimate x SPEND_PROMPT_MARGIN +
+        # max_tokens, or SPEND_DEFAULT_MAX_TOKENS sent upstream as max_tokens when the
+        # request has none, at the dearest endpoint of its plan) and settles to the real
+        # cost when it ends. A reservation a crashed process never settled expires after
+        # SPEND_RESERVATION_TTL_S (so must a call longer than that: it is then no longer held).
+        "SPEND_DEFAULT_MAX_TOKENS": env.int("UBERLLM_SPEND_DEFAULT_MAX_TOKENS", default=4096),
+        "SPEND_PROMPT_MARGIN": env.float("UBERLLM_SPEND_PROMPT_MARGIN", default=1.25),
+        "SPEND_RESERVATION_TTL_S": env.float("UBERLLM_SPEND_RESERVATION_TTL_S", default=900.0),
+        "SPEED_CACHE_TTL_S": env.float("UBERLLM_SPEED_CACHE_TTL_S", default=1.0),
+        # Admin-entered upstream URLs on loopback/private addresses (the emulator needs it).
+        "ALLOW_PRIVATE_UPSTREAMS": env.bool("UBERLLM_ALLOW_PRIVATE_UPSTREAMS", default=False),
+        # Fernet keys encrypting provider credentials at rest, comma-separated: the first
+        # encrypts, all decrypt (rotation). Unset: a key derived from DJANGO_SECRET_KEY
+        # (development only; `check --deploy` flags it). docs/security.md.
+        "CREDENTIAL_KEYS": env.list("UBERLLM_CREDENTIAL_KEYS", default=[]),
+        # How long an invitation link to join an organisation stays valid (hours).
+        "INVITATION_MAX_AGE_H": env.float("UBERLLM_INVITATION_MAX_AGE_H", default=72.0),
+        # At shutdown, after the requests in flight have finished (uvicorn's
+        # --timeout-graceful-shutdown is the drain timeout), wait this long for their ledger
+        # and learning writes.
+        "DRAIN_BACKGROUND_TIMEOUT_S": env.float("UBERLLM_DRAIN_BACKGROUND_TIMEOUT_S", default=30.0),
+        # The gateway process's garbage-collector thresholds (gc.set_threshold), set at startup
+        # after gc.freeze: the calls in flight keep tens of thousands of young objects alive,
+        # which Python's default (700, 10, 10) walks again and again and promotes to the older
+        # generations (loop stalls of 10-100 ms at 128 streams; docs/benchmarks.md, round 20).
+        # Empty: Python's defaults.
+        "GC_THRESHOLDS": tuple(
+            env.list("UBERLLM_GC_THRESHOLDS", cast=int, default=[50_000, 10, 10])
+        ),
+        # OpenTelemetry traces: off, console or otlp (OTEL_EXPORTER_OTLP_ENDPOINT).
+        "TRACING": env("UBERLLM_TRACING", default="off"),
+        # Bearer token a Prometheus scraper sends to /metrics; empty: /metrics answers 404.
+        "METRICS_TOKEN": env("UBERLLM_METRICS_TOKEN", default=""),
+    }
+)
 
 # Celery beat: crontab/interval entries expire after one period, so a late run (beat or
 # worker restarted) is dropped instead of piling up.
