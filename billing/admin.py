@@ -15,7 +15,7 @@ from .models import (
     PriceChange,
     RejectedRequest,
 )
-from .selectors import month_start, organisation_spend
+from .selectors import month_start, unscoped_organisation_spend
 from .templatetags.dashboard import usd
 
 
@@ -36,7 +36,7 @@ class OrganisationAdmin(admin.ModelAdmin):
     inlines = [MembershipInline]
 
     def get_queryset(self, request):
-        return organisation_spend().order_by("slug")
+        return unscoped_organisation_spend().order_by("slug")
 
     @admin.display(description="calls", ordering="calls")
     def calls(self, obj) -> int:
@@ -62,7 +62,7 @@ class OrganisationAdmin(admin.ModelAdmin):
         """All organisations' spend: this month, last month, all time (UTC months)."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        rows = list(organisation_spend().order_by("-spend_month", "-spend_total", "slug"))
+        rows = list(unscoped_organisation_spend().order_by("-spend_month", "-spend_total", "slug"))
         totals = {
             name: sum((getattr(row, name) for row in rows), Decimal(0))
             for name in ("spend_month", "spend_last_month", "spend_total")

@@ -82,7 +82,7 @@ def forget_cached_key(prefix: str) -> None:
 
 def _load(prefix: str) -> KeyPrincipal | None:
     row = (
-        ApiKey.objects.filter(prefix=prefix)
+        ApiKey.unscoped_objects.filter(prefix=prefix)  # the key names its organisation
         .values(
             "id",
             "organisation_id",

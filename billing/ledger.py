@@ -113,7 +113,7 @@ def activity_open(
     created_at: datetime,
 ) -> None:
     """Insert the pending row for an accepted request (no-op if it exists)."""
-    Activity.objects.get_or_create(
+    Activity.unscoped_objects.get_or_create(
         request_id=request_id,
         defaults={
             "organisation_id": organisation_id,
@@ -155,7 +155,9 @@ def activity_finish(result: CallResult, row: OpenRow | None = None) -> bool:
     """Finish a pending row with the call's outcome; with ``row``, insert the finished
     row if none exists yet (one INSERT instead of an insert and an update). Returns
     False if the row was already finished (a replayed finaliser changes nothing)."""
-    activity = Activity.objects.select_for_update().filter(request_id=result.request_id).first()
+    activity = (
+        Activity.unscoped_objects.select_for_update().filter(request_id=result.request_id).first()
+    )
     if activity is None:
         if row is None:
             return False
@@ -237,7 +239,7 @@ def _touch_key(api_key_id: int | None, used_at: datetime) -> None:
     if last is not None and used_at - last < LAST_USED_RESOLUTION:
         return
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=used_at - LAST_USED_RESOLUTION)
-    ApiKey.objects.filter(stale, id=api_key_id).update(last_used_at=used_at)
+    ApiKey.unscoped_objects.filter(stale, id=api_key_id).update(last_used_at=used_at)
     if len(_touched) >= 100_000:
         _touched.clear()
     _touched[api_key_id] = used_at
@@ -376,7 +378,10 @@ def _without_gone_links(
 ) -> tuple[OpenRow, CallResult | None]:
     """``row`` and ``result`` with the API key and endpoints that no longer exist unset
     (the columns are nullable: the call is still billed and shown)."""
-    if row.api_key_id is not None and not ApiKey.objects.filter(id=row.api_key_id).exists():
+    if (
+        row.api_key_id is not None
+        and not ApiKey.unscoped_objects.filter(id=row.api_key_id).exists()
+    ):
         row = replace(row, api_key_id=None)
     if result is None:
         return row, None
@@ -442,7 +447,8 @@ def activity_reconcile(*, older_than_s: float) -> int:
     Returns rows closed."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=older_than_s)
-    stale = Activity.objects.filter(status=Activity.Status.PENDING, created_at__lt=cutoff).filter(
+    pending = Activity.unscoped_objects.filter(status=Activity.Status.PENDING)
+    stale = pending.filter(created_at__lt=cutoff).filter(
         Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff)
     )
     closed = 0

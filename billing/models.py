@@ -1,9 +1,15 @@
-"""Tenancy (organisations, members, API keys) and the ledger (Activity, Attempt)."""
+"""Tenancy (organisations, members, API keys) and the ledger (Activity, Attempt).
+
+Every model of one organisation's data is ``TenantData``: ``Model.objects`` runs only
+when scoped with ``.for_organisation(org)``; ``Model.unscoped_objects`` is the named
+way across tenants (billing/tenancy.py, docs/security.md "The tenancy gate")."""
 
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
+
+from .tenancy import MembershipManager, TenantData
 
 
 class Organisation(models.Model):
@@ -21,7 +27,7 @@ class Organisation(models.Model):
         return self.slug
 
 
-class Membership(models.Model):
+class Membership(TenantData):
     class Role(models.TextChoices):
         OWNER = "owner"
         MEMBER = "member"
@@ -34,6 +40,9 @@ class Membership(models.Model):
     )
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
 
+    unscoped_objects = models.Manager()  # first: stays the default manager
+    objects = MembershipManager()  # the gate, plus .for_user(user)
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["organisation", "user"], name="unique_member")
@@ -43,7 +52,7 @@ class Membership(models.Model):
         return f"{self.user} in {self.organisation} ({self.role})"
 
 
-class ApiKey(models.Model):
+class ApiKey(TenantData):
     """A customer API key: ``ullm_<prefix>_<secret>``; only a hash of the secret is stored."""
 
     organisation = models.ForeignKey(
@@ -76,7 +85,7 @@ class ApiKey(models.Model):
         return self.revoked_at is None
 
 
-class Activity(models.Model):
+class Activity(TenantData):
     """Exactly one row per chat request, created on acceptance and finished in every outcome."""
 
     class Status(models.TextChoices):
@@ -159,8 +168,10 @@ class Activity(models.Model):
         return {name: Decimal(value) for name, value in self.prices.items()}
 
 
-class Attempt(models.Model):
+class Attempt(TenantData):
     """One upstream attempt of a request (retries and hedge legs included)."""
+
+    tenant_field = "activity__organisation_id"
 
     activity = models.ForeignKey(Activity, on_delete=models.CASCADE, related_name="attempts")
     attempt_no = models.PositiveSmallIntegerField()
@@ -188,7 +199,7 @@ class Attempt(models.Model):
         return f"attempt {self.attempt_no} at {self.provider_slug}: {self.outcome}"
 
 
-class Invitation(models.Model):
+class Invitation(TenantData):
     """An owner's invitation to join an organisation: accepted once, before it expires,
     through a signed link (billing/invitations.py); only a hash of its secret is stored."""
 
@@ -217,7 +228,7 @@ class Invitation(models.Model):
         return f"invitation of {self.email} to {self.organisation} ({self.role})"
 
 
-class RejectedRequest(models.Model):
+class RejectedRequest(TenantData):
     """A chat request the gateway refused with a 4xx before any upstream call (bad input,
     unknown model, spend limit...). Shown on Activity under "rejected": no tokens, $0."""
 
@@ -265,7 +276,7 @@ class PriceChange(models.Model):
         return f"{self.field}: {self.old_price} -> {self.new_price}"
 
 
-class SpendAlert(models.Model):
+class SpendAlert(TenantData):
     """A spend limit reached 80% or 100% in one period: one row per (scope, period,
     threshold), so it is sent once; delivered by email and webhook from Celery."""
 
@@ -295,7 +306,7 @@ class SpendAlert(models.Model):
         return f"{self.scope} {self.period} {self.threshold}%"
 
 
-class UsageDaily(models.Model):
+class UsageDaily(TenantData):
     """Activity pre-aggregated per organisation, UTC day, key, model, provider and status
     (docs/operations.md, "Activity at 10 million rows"). Built by ``billing.rollups`` for
     days that can no longer change; the dashboard reads these for the days up to
@@ -317,7 +328,7 @@ class UsageDaily(models.Model):
     # instead of them when a range covers the whole month. For the month in progress,
     # ``day`` is the last day summed (UsageRollupState.month_to_date, "month to date").
     monthly = models.BooleanField(default=False)
-    # Savings sums, as billing.selectors._savings_sums (null when no call knew them).
+    # Savings sums, as billing.selectors.common.savings_sums (null when no call knew them).
     list_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
     cost_with_list_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
     cheapest_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
@@ -333,7 +344,7 @@ class UsageDaily(models.Model):
         return f"{self.day} {self.model_slug} {self.provider_slug} {self.status}: {self.calls}"
 
 
-class UsageDayTotal(models.Model):
+class UsageDayTotal(TenantData):
     """An organisation's calls, spend, tokens and savings sums of one UTC day, whatever the
     key, model, provider or status: ``UsageDaily``'s rows of that day added up, for the
     Usage page's per-day chart (one row a day instead of ~hundreds). Built with them by
@@ -361,7 +372,7 @@ class UsageDayTotal(models.Model):
         return f"{self.day}: {self.calls}"
 
 
-class TtftDaily(models.Model):
+class TtftDaily(TenantData):
     """How many calls of an organisation had each (rounded) time to first token, per UTC
     day, serving provider and prompt bucket: the TTFT percentiles of the Usage page
     without reading every call. ``ttft_ms`` is rounded to two significant digits (values

@@ -102,7 +102,7 @@ def activity_archive(*, retention_days: int, directory: Path, batch: int = 5000,
     if cutoff is None:
         return result
     before = _day_start(cutoff)
-    old = Activity.objects.filter(created_at__lt=before)
+    old = Activity.unscoped_objects.filter(created_at__lt=before)  # every organisation's
     result.pending_kept = old.filter(status=PENDING).count()
     if dry_run:
         for org_id, month, count in _months_to_archive(before):
@@ -152,7 +152,7 @@ def _months_to_archive(before: datetime) -> Iterator[tuple[int, date, int]]:
     for org_id in Organisation.objects.order_by("id").values_list("id", flat=True):
         start = None
         while True:
-            rows = Activity.objects.filter(organisation_id=org_id, created_at__lt=before)
+            rows = Activity.objects.for_organisation(org_id).filter(created_at__lt=before)
             rows = rows.exclude(status=PENDING)
             if start is not None:
                 rows = rows.filter(created_at__gte=start)
@@ -167,9 +167,8 @@ def _months_to_archive(before: datetime) -> Iterator[tuple[int, date, int]]:
 def _month_rows(organisation_id: int, month: date, before: datetime):
     start = _day_start(month)
     end = min(_day_start(month_end(month) + timedelta(days=1)), before)
-    return Activity.objects.filter(
-        organisation_id=organisation_id, created_at__gte=start, created_at__lt=end
-    ).exclude(status=PENDING)
+    rows = Activity.objects.for_organisation(organisation_id)
+    return rows.filter(created_at__gte=start, created_at__lt=end).exclude(status=PENDING)
 
 
 def archive_month(*, organisation_id: int, month: date, before: datetime, directory: Path,
@@ -214,7 +213,7 @@ def _write(path: Path, rows, batch: int) -> array:
             for chunk in _chunks(rows.values(*ACTIVITY_COLUMNS), batch):
                 attempts: dict[int, list] = {}
                 for attempt in (
-                    Attempt.objects.filter(activity_id__in=[r["id"] for r in chunk])
+                    Attempt.unscoped_objects.filter(activity_id__in=[r["id"] for r in chunk])
                     .order_by("activity_id", "attempt_no", "id")
                     .values("activity_id", *ATTEMPT_COLUMNS)
                 ):
@@ -285,6 +284,7 @@ def _delete(rows, ids: array, batch: int) -> int:
     for i in range(0, len(ids), batch):
         chunk = rows.filter(id__in=list(ids[i : i + batch]))
         with transaction.atomic():
-            Attempt.objects.filter(activity__in=chunk.values("id"))._raw_delete(chunk.db)
+            attempts = Attempt.unscoped_objects.filter(activity__in=chunk.values("id"))
+            attempts._raw_delete(chunk.db)
             deleted += chunk.order_by()._raw_delete(chunk.db)
     return deleted

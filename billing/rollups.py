@@ -96,7 +96,7 @@ def rollup_day(day: date) -> int:
     if day < archived_before():
         return 0
     start, end = _day_bounds(day)
-    rows = Activity.objects.filter(created_at__gte=start, created_at__lt=end).order_by()
+    rows = Activity.unscoped_objects.filter(created_at__gte=start, created_at__lt=end).order_by()
     usage = rows.values(*USAGE_GROUP).annotate(**_activity_sums())
     ttft = (
         rows.filter(ttft_ms__isnull=False)
@@ -107,12 +107,12 @@ def rollup_day(day: date) -> int:
         .annotate(n=Count("id"))
     )
     with transaction.atomic():
-        UsageDaily.objects.filter(day=day, monthly=False).delete()
-        TtftDaily.objects.filter(day=day, monthly=False).delete()
-        created = UsageDaily.objects.bulk_create(
+        UsageDaily.unscoped_objects.filter(day=day, monthly=False).delete()
+        TtftDaily.unscoped_objects.filter(day=day, monthly=False).delete()
+        created = UsageDaily.unscoped_objects.bulk_create(
             _built(UsageDaily, usage, day=day), batch_size=2000
         )
-        TtftDaily.objects.bulk_create(
+        TtftDaily.unscoped_objects.bulk_create(
             [
                 TtftDaily(**{f: r[f] for f in TTFT_GROUP}, day=day, ttft_ms=r["rounded"],
                           calls=r["n"])
@@ -120,8 +120,8 @@ def rollup_day(day: date) -> int:
             ],
             batch_size=5000,
         )  # fmt: skip
-        UsageDayTotal.objects.filter(day=day).delete()
-        UsageDayTotal.objects.bulk_create(day_totals(UsageDaily, UsageDayTotal, day=day))
+        UsageDayTotal.unscoped_objects.filter(day=day).delete()
+        UsageDayTotal.unscoped_objects.bulk_create(day_totals(UsageDaily, UsageDayTotal, day=day))
     return len(created)
 
 
@@ -129,7 +129,7 @@ def day_totals(usage_model, total_model, day: date | None = None) -> list:
     """``total_model`` rows (one per organisation and day) summing the daily
     ``usage_model`` rows of ``day`` (None: of every day). Takes the model classes so that
     migration 0012 can build them from its historical models."""
-    rows = usage_model.objects.filter(monthly=False)
+    rows = usage_model._default_manager.filter(monthly=False)
     if day is not None:
         rows = rows.filter(day=day)
     rows = rows.order_by().values("organisation_id", "day").annotate(**_rollup_sums())
@@ -151,22 +151,24 @@ def rollup_month(first: date, *, last: date | None = None) -> int:
     key = last or first
     days = {"day__gte": first, "day__lte": end, "monthly": False}
     usage = (
-        UsageDaily.objects.filter(**days).order_by().values(*USAGE_GROUP)
+        UsageDaily.unscoped_objects.filter(**days)
+        .order_by()
+        .values(*USAGE_GROUP)
         .annotate(**_rollup_sums())
-    )  # fmt: skip
+    )
     ttft = (
-        TtftDaily.objects.filter(**days)
+        TtftDaily.unscoped_objects.filter(**days)
         .order_by()
         .values(*TTFT_GROUP, "ttft_ms")
         .annotate(n=Sum("calls"))
     )
     with transaction.atomic():
-        UsageDaily.objects.filter(day=key, monthly=True).delete()
-        TtftDaily.objects.filter(day=key, monthly=True).delete()
-        created = UsageDaily.objects.bulk_create(
+        UsageDaily.unscoped_objects.filter(day=key, monthly=True).delete()
+        TtftDaily.unscoped_objects.filter(day=key, monthly=True).delete()
+        created = UsageDaily.unscoped_objects.bulk_create(
             _built(UsageDaily, usage, day=key, monthly=True), batch_size=2000
         )
-        TtftDaily.objects.bulk_create(
+        TtftDaily.unscoped_objects.bulk_create(
             [
                 TtftDaily(**{f: r[f] for f in TTFT_GROUP}, day=key, monthly=True,
                           ttft_ms=r["ttft_ms"], calls=r["n"])
@@ -210,8 +212,8 @@ def _roll_month_to_date() -> date | None:
     if state.months_through is not None:
         stale |= Q(day__lt=state.months_through)
     stale = Q(monthly=True) & ~Q(day__day=1) & stale
-    UsageDaily.objects.filter(stale).delete()
-    TtftDaily.objects.filter(stale).delete()
+    UsageDaily.unscoped_objects.filter(stale).delete()
+    TtftDaily.unscoped_objects.filter(stale).delete()
     return target
 
 
@@ -224,7 +226,7 @@ def _roll_months() -> list[date]:
     if state.months_through is not None:
         first = month_end(state.months_through) + timedelta(days=1)
     else:
-        oldest = UsageDaily.objects.filter(monthly=False).aggregate(d=Min("day"))["d"]
+        oldest = UsageDaily.unscoped_objects.filter(monthly=False).aggregate(d=Min("day"))["d"]
         if oldest is None:
             return []
         first = oldest.replace(day=1)
@@ -318,7 +320,7 @@ def rollup_refresh(*, now: datetime | None = None, max_days: int | None = None) 
     last = last_final_day(now)
     through = rollup_through_day()
     if through is None:
-        first = Activity.objects.aggregate(first=Min("created_at"))["first"]
+        first = Activity.unscoped_objects.aggregate(first=Min("created_at"))["first"]
         if first is None:
             _set_through(last)
             return []
@@ -343,10 +345,12 @@ def _in_flight(day: date, now: datetime) -> bool:
     the reconciler would not call dead yet (the partial index on pending rows)."""
     start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
     alive = now - timedelta(seconds=settings.UBERLLM["RECONCILE_AFTER_S"])
-    return Activity.objects.filter(
-        status=Activity.Status.PENDING, created_at__gte=start,
-        created_at__lt=start + timedelta(days=1), heartbeat_at__gte=alive,
-    ).exists()  # fmt: skip
+    return Activity.unscoped_objects.filter(
+        status=Activity.Status.PENDING,
+        created_at__gte=start,
+        created_at__lt=start + timedelta(days=1),
+        heartbeat_at__gte=alive,
+    ).exists()
 
 
 def rollup_rebuild(*, date_from: date, date_to: date) -> int:

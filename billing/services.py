@@ -46,7 +46,7 @@ def member_add(
         else:
             user.set_unusable_password()
         user.save()
-    Membership.objects.update_or_create(
+    Membership.objects.for_organisation(organisation).update_or_create(
         organisation=organisation, user=user, defaults={"role": role}
     )
     return user
@@ -110,8 +110,9 @@ def _lock_owners(organisation_id: int) -> list[int]:
     """Lock the organisation's owner rows (PostgreSQL) and return their ids, so two
     concurrent demotions cannot both see a second owner."""
     return list(
-        Membership.objects.select_for_update()
-        .filter(organisation_id=organisation_id, role=Membership.Role.OWNER)
+        Membership.objects.for_organisation(organisation_id)
+        .select_for_update()
+        .filter(role=Membership.Role.OWNER)
         .values_list("id", flat=True)
     )
 
@@ -169,8 +170,8 @@ def invitation_create(
         raise MembershipError("Unknown role.")
     email = get_user_model().objects.normalize_email(email)
     now = timezone.now()
-    Invitation.objects.filter(
-        organisation=organisation, email__iexact=email, accepted_at=None, revoked_at=None
+    Invitation.objects.for_organisation(organisation).filter(
+        email__iexact=email, accepted_at=None, revoked_at=None
     ).update(revoked_at=now)
     token, secret_hash = invitations.new_token()
     invitation = Invitation.objects.create(
@@ -203,11 +204,11 @@ def invitation_revoke(*, invitation: Invitation) -> Invitation:
     return invitation
 
 
-def _lock_pending(invitation_id: int) -> Invitation:
-    invitation = (
-        Invitation.objects.select_for_update().select_related("organisation")
-        .filter(id=invitation_id).first()
-    )  # fmt: skip
+def _unscoped_lock_pending(invitation_id: int) -> Invitation:
+    """Lock a pending invitation by id, in whatever organisation: the id comes from the
+    link token (``unscoped_invitation_by_token``), the capability."""
+    invitations = Invitation.unscoped_objects.select_for_update().select_related("organisation")
+    invitation = invitations.filter(id=invitation_id).first()
     if (
         invitation is None
         or invitation.accepted_at is not None
@@ -223,8 +224,8 @@ def invitation_accept(*, invitation_id: int, user) -> tuple[Membership, bool]:
     """``user`` (logged in, or just created) joins; the invitation is used up.
     Returns (membership, joined): joined is False if they were a member already
     (their role is then left as it is)."""
-    invitation = _lock_pending(invitation_id)
-    membership, joined = Membership.objects.get_or_create(
+    invitation = _unscoped_lock_pending(invitation_id)
+    membership, joined = Membership.objects.for_organisation(invitation.organisation).get_or_create(
         organisation=invitation.organisation, user=user, defaults={"role": invitation.role}
     )
     invitation.accepted_at = timezone.now()
@@ -236,7 +237,7 @@ def invitation_accept(*, invitation_id: int, user) -> tuple[Membership, bool]:
 @transaction.atomic
 def invitation_accept_new_user(*, invitation_id: int, username: str, password: str):
     """Create the invitee's account with the password they chose, and accept."""
-    invitation = _lock_pending(invitation_id)
+    invitation = _unscoped_lock_pending(invitation_id)
     user = get_user_model().objects.create_user(
         username=username, email=invitation.email, password=password
     )

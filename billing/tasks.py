@@ -22,7 +22,11 @@ def spend_alert_deliver_task(alert_id: int) -> bool:
     """Email and webhook of one spend alert (billing.alerts.spend_alert_deliver)."""
     from .models import SpendAlert
 
-    alert = SpendAlert.objects.select_related("organisation", "api_key").filter(id=alert_id).first()
+    alert = (
+        SpendAlert.unscoped_objects.select_related("organisation", "api_key")
+        .filter(id=alert_id)
+        .first()
+    )
     return alert is not None and spend_alert_deliver(alert=alert)
 
 
@@ -36,7 +40,7 @@ def spend_alerts_deliver_task() -> int:
     from .models import SpendAlert
 
     since = timezone.now() - timedelta(days=2)
-    pending = SpendAlert.objects.select_related("organisation", "api_key").filter(
+    pending = SpendAlert.unscoped_objects.select_related("organisation", "api_key").filter(
         delivered_at=None, created_at__gte=since
     )
     return sum(spend_alert_deliver(alert=alert) for alert in pending[:100])

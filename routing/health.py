@@ -65,7 +65,9 @@ def attempt_rates(endpoint_id: int, *, since: datetime | None = None) -> dict:
     """Attempts at this endpoint since ``since`` (default: the last 24 h) and the share
     that failed (any ``*_error``), were refused with 429, or were cut mid-stream."""
     since = since or timezone.now() - HEALTH_WINDOW
-    counts = Attempt.objects.filter(endpoint_id=endpoint_id, activity__created_at__gte=since)
+    counts = Attempt.unscoped_objects.filter(
+        endpoint_id=endpoint_id, activity__created_at__gte=since
+    )
     counts = counts.order_by().aggregate(
         total=Count("id"),
         success=Count("id", filter=Q(outcome="success")),
@@ -100,7 +102,7 @@ def unusable_mark(endpoint_id: int) -> UnusableMark:
     except Exception as exc:  # the page still shows everything else
         return UnusableMark(until=None, strikes=0, why=f"shared store unavailable: {exc}")
     last = (
-        Attempt.objects.filter(endpoint_id=endpoint_id, outcome__endswith="_error")
+        Attempt.unscoped_objects.filter(endpoint_id=endpoint_id, outcome__endswith="_error")
         .order_by("-id")
         .first()
     )

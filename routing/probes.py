@@ -29,7 +29,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.pricing import call_cost
-from billing.selectors import spend_by_model_bucket
+from billing.selectors import unscoped_spend_by_model_bucket
 from common import metrics
 from common.aio import db_call, drain_background
 from providers import protocols
@@ -150,7 +150,7 @@ def within_volume(targets: list[ProbeTarget], summary) -> list[ProbeTarget]:
     conf = settings.UBERLLM
     share = float(conf["PROBE_SPEND_SHARE"])
     since = timezone.now() - timedelta(seconds=conf["PROBE_SPEND_WINDOW_S"])
-    customer = spend_by_model_bucket(since=since)
+    customer = unscoped_spend_by_model_bucket(since=since)
     probes = probe_spend_by_model_bucket(since=since)
     kept = []
     for target in targets:

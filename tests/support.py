@@ -184,11 +184,11 @@ def wait_finished_rows(count: int, timeout: float = 40.0) -> list:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rows = list(Activity.objects.all())
+        rows = list(Activity.unscoped_objects.all())
         if len(rows) >= count and all(r.status != Activity.Status.PENDING for r in rows):
             return rows
         time.sleep(0.02)
-    states = [(r.request_id, r.status) for r in Activity.objects.all()]
+    states = [(r.request_id, r.status) for r in Activity.unscoped_objects.all()]
     raise AssertionError(f"expected {count} finished Activity rows, have {states}")
 
 

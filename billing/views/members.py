@@ -83,7 +83,7 @@ def invitation_revoke_view(request: HttpRequest, invitation_id: int) -> HttpResp
 def invitation_accept_view(request: HttpRequest, token: str) -> HttpResponse:
     """GET: what the invitation is for and how to accept. POST: accept, logged in, or
     with a new account (username and password of the invitee's choosing)."""
-    invitation = selectors.invitation_by_token(token)
+    invitation = selectors.unscoped_invitation_by_token(token)
     if invitation is None:
         return render(request, "dashboard/invitation.html", {"invalid": INVALID_LINK}, status=404)
     logged_in = request.user.is_authenticated

@@ -29,8 +29,8 @@ def organisation() -> Organisation:
     org = Organisation.objects.filter(slug=ORGANISATION).first()
     if org is None:
         org = organisation_create(name=ORGANISATION)
-    Activity.objects.filter(organisation=org).delete()
-    ApiKey.objects.filter(organisation=org).delete()
+    Activity.objects.for_organisation(org).delete()
+    ApiKey.objects.for_organisation(org).delete()
     return org
 
 
@@ -43,15 +43,16 @@ def create_keys(org: Organisation, count: int, name: str) -> list[tuple[int, str
                last_used_at=now)
         for _, prefix, secret_hash in made
     )  # fmt: skip
-    ids = dict(
-        ApiKey.objects.filter(prefix__in=[p for _, p, _ in made]).values_list("prefix", "id")
-    )
+    keys = ApiKey.objects.for_organisation(org).filter(prefix__in=[p for _, p, _ in made])
+    ids = dict(keys.values_list("prefix", "id"))
     return [(ids[prefix], plaintext) for plaintext, prefix, _ in made]
 
 
 def rows_since(org: Organisation, since: datetime) -> list[Row]:
     fields = ("request_id", "api_key_id", "status", "http_status", "completion_tokens")
-    query = Activity.objects.filter(organisation=org, created_at__gte=since).values_list(*fields)
+    query = (
+        Activity.objects.for_organisation(org).filter(created_at__gte=since).values_list(*fields)
+    )
     return [Row(*values) for values in query]
 
 
@@ -60,8 +61,12 @@ def wait_settled(org: Organisation, since: datetime, timeout: float) -> float:
     count has not moved for a second (spooled rows landing); seconds waited."""
     start, last, stable_since = time.monotonic(), -1, time.monotonic()
     while time.monotonic() - start < timeout:
-        counts = Activity.objects.filter(organisation=org, created_at__gte=since).aggregate(
-            total=Count("id"), pending=Count("id", filter=Q(status=Activity.Status.PENDING))
+        counts = (
+            Activity.objects.for_organisation(org)
+            .filter(created_at__gte=since)
+            .aggregate(
+                total=Count("id"), pending=Count("id", filter=Q(status=Activity.Status.PENDING))
+            )
         )
         if counts["total"] != last:
             last, stable_since = counts["total"], time.monotonic()

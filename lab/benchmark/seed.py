@@ -73,8 +73,8 @@ def seed(emulator_url: str) -> dict:
         organisation = organisation_create(name="bench")
     # Each run starts from the same state: no speed history, no ledger rows, one key.
     SpeedSample.objects.filter(endpoint__model__slug=MODEL).delete()
-    Activity.objects.filter(organisation=organisation).delete()
-    ApiKey.objects.filter(organisation=organisation).delete()
+    Activity.objects.for_organisation(organisation).delete()
+    ApiKey.objects.for_organisation(organisation).delete()
     _, plaintext = api_key_create(organisation=organisation, name="bench")
     return {"api_key": plaintext, "model": MODEL}
 

@@ -58,8 +58,10 @@ def _figures(org: int) -> tuple:
     days = selectors.usage_days(organisation_id=org, **year)
     keys = [(k.id, k.calls_total, k.spend_total) for k in selectors.api_key_list(
         organisation_id=org, now=NOW)]  # fmt: skip
-    staff = [(o.id, o.calls, o.spend_total, o.spend_last_month)
-             for o in selectors.organisation_spend(now=NOW)]  # fmt: skip
+    staff = [
+        (o.id, o.calls, o.spend_total, o.spend_last_month)
+        for o in selectors.unscoped_organisation_spend(now=NOW)
+    ]
     return _plain((summary, ttft, days, keys, staff, selectors.usage_totals(organisation_id=org)))
 
 
@@ -100,12 +102,12 @@ def test_old_months_are_archived_then_deleted_and_usage_is_unchanged(ledger, tmp
     Membership.objects.create(organisation=a.organisation, user=user, role="owner")
     before = _figures(org)
     csv_before = {by: _usage_csv(user, by) for by in ("day", "model", "key", "ttft")}
-    old = Activity.objects.filter(created_at__lt=datetime(2026, 1, 1, tzinfo=UTC))
+    old = Activity.unscoped_objects.filter(created_at__lt=datetime(2026, 1, 1, tzinfo=UTC))
     expected = {
         (r.organisation_id, r.created_at.strftime("%Y-%m")): r for r in old.exclude(id=pending.id)
     }
     ids_before = set(old.exclude(id=pending.id).values_list("id", flat=True))
-    a_ids = set(Activity.objects.filter(organisation_id=org).values_list("id", flat=True))
+    a_ids = set(Activity.unscoped_objects.filter(organisation_id=org).values_list("id", flat=True))
     assert archive_cutoff(retention_days=RETENTION, now=NOW) == CUTOFF
 
     result = activity_archive(retention_days=RETENTION, directory=tmp_path, batch=40, now=NOW)
@@ -113,9 +115,12 @@ def test_old_months_are_archived_then_deleted_and_usage_is_unchanged(ledger, tmp
     assert result.cutoff == CUTOFF and result.pending_kept == 1
     # Every row before the cutoff is gone but the pending one (with its attempt).
     assert list(old.values_list("id", flat=True)) == [pending.id]
-    assert Attempt.objects.filter(activity_id=pending.id).count() == 1
-    assert not Attempt.objects.filter(activity__isnull=True).exists()
-    assert Activity.objects.filter(created_at__gte=datetime(2026, 1, 1, tzinfo=UTC)).count() > 0
+    assert Attempt.unscoped_objects.filter(activity_id=pending.id).count() == 1
+    assert not Attempt.unscoped_objects.filter(activity__isnull=True).exists()
+    assert (
+        Activity.unscoped_objects.filter(created_at__gte=datetime(2026, 1, 1, tzinfo=UTC)).count()
+        > 0
+    )
     assert UsageRollupState.objects.get().archived_before == CUTOFF
     # One file per organisation and month, holding exactly the deleted rows.
     files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
@@ -147,12 +152,13 @@ def test_old_months_are_archived_then_deleted_and_usage_is_unchanged(ledger, tmp
     page = client.get("/").context["page"]
     assert (
         page.paginator.count
-        == Activity.objects.filter(
+        == Activity.unscoped_objects.filter(
             organisation_id=org, created_at__gte=datetime(2026, 1, 1, tzinfo=UTC)
         ).count()
     )
-    assert client.get("/").context["totals"]["calls"] == Activity.objects.filter(
-        organisation_id=org).count() + len([i for i in ids_before if i in a_ids])  # fmt: skip
+    assert client.get("/").context["totals"]["calls"] == Activity.unscoped_objects.filter(
+        organisation_id=org
+    ).count() + len([i for i in ids_before if i in a_ids])
     december = client.get("/", {"date_from": "2025-12-01", "date_to": "2025-12-31"})
     assert december.context["page"].paginator.count == 0
     rollup_rebuild(date_from=date(2025, 11, 1), date_to=date(2026, 1, 31))
@@ -168,10 +174,11 @@ def test_a_run_stopped_midway_is_finished_by_the_next_and_late_rows_get_a_second
 ):
     a, _, pending = ledger
     org = a.organisation.id
-    december = Activity.objects.filter(
-        organisation_id=org, created_at__gte=datetime(2025, 12, 1, tzinfo=UTC),
+    december = Activity.unscoped_objects.filter(
+        organisation_id=org,
+        created_at__gte=datetime(2025, 12, 1, tzinfo=UTC),
         created_at__lt=datetime(2026, 1, 1, tzinfo=UTC),
-    )  # fmt: skip
+    )
     total = december.exclude(id=pending.id).count()
     # A stopped run: December's file complete, only its first rows deleted, and a
     # temporary file of November half written.
@@ -195,13 +202,13 @@ def test_a_run_stopped_midway_is_finished_by_the_next_and_late_rows_get_a_second
     assert not list(folder.glob("*.tmp"))
     assert (folder / "activity-2025-11.jsonl.gz").exists()
     # The pending call ends later: the next run archives it into a second file.
-    Activity.objects.filter(id=pending.id).update(status="error")
+    Activity.unscoped_objects.filter(id=pending.id).update(status="error")
     late = activity_archive(retention_days=RETENTION, directory=tmp_path, batch=25, now=NOW)
     assert (late.written, late.deleted, late.pending_kept) == (1, 1, 0)
     assert [x["request_id"] for x in _lines(folder / "activity-2025-12.2.jsonl.gz")] == [
         "pending-dec"
     ]
-    assert not Attempt.objects.filter(activity_id=pending.id).exists()
+    assert not Attempt.unscoped_objects.filter(activity_id=pending.id).exists()
 
 
 def test_no_retention_or_no_rollup_archives_nothing(tmp_path, settings):
@@ -216,7 +223,7 @@ def test_no_retention_or_no_rollup_archives_nothing(tmp_path, settings):
                         "ACTIVITY_ARCHIVE_DIR": str(tmp_path)}  # fmt: skip
     assert activity_archive_expired().cutoff is None
     assert activity_archive_task() == 0
-    assert Activity.objects.count() == 60 and not list(tmp_path.iterdir())
+    assert Activity.unscoped_objects.count() == 60 and not list(tmp_path.iterdir())
     # The months not wholly rolled up are kept whatever the retention.
     assert archive_cutoff(retention_days=1, now=NOW) == date(2026, 3, 1)
 
@@ -231,12 +238,14 @@ def test_the_command_dry_run_lists_and_the_run_archives(ledger, tmp_path):
     assert "keeping rows from 2026-03-01 on" in text
     assert f"org {a.organisation.id} 2025-11:" in text and "would archive" in text
     assert not list(tmp_path.iterdir())
-    kept = Activity.objects.filter(created_at__gte=datetime(2026, 3, 1, tzinfo=UTC)).count()
+    kept = Activity.unscoped_objects.filter(
+        created_at__gte=datetime(2026, 3, 1, tzinfo=UTC)
+    ).count()
     out = io.StringIO()
     call_command("archive_activity", "--retention-days", "30", "--directory", str(tmp_path),
                  "--batch", "100", stdout=out)  # fmt: skip
     assert "archived" in out.getvalue() and "1 pending rows before the cutoff kept" in (
         out.getvalue()
     )
-    assert Activity.objects.count() == kept + 1
+    assert Activity.unscoped_objects.count() == kept + 1
     assert len(list(tmp_path.rglob("*.jsonl.gz"))) == 8  # 2 organisations x 4 months

@@ -99,7 +99,7 @@ def test_filters_narrow_rows_and_totals(orgs, params, expected):
     response = _login(a.user).get("/", params)
     assert response.status_code == 200
     assert _ids(response) == expected
-    rows = list(Activity.objects.filter(request_id__in=expected))
+    rows = list(Activity.unscoped_objects.filter(request_id__in=expected))
     totals = response.context["totals"]
     assert totals["calls"] == len(expected)
     assert totals["cost"] == sum((r.cost_usd for r in rows), D(0))
@@ -229,7 +229,7 @@ def test_activity_detail_shows_routing_and_attempts(orgs):
     from billing.models import Attempt
 
     a, _ = orgs
-    activity = Activity.objects.get(request_id="gen-a4")
+    activity = Activity.unscoped_objects.get(request_id="gen-a4")
     Attempt.objects.create(activity=activity, attempt_no=1, provider_slug="alpha",
                            outcome="http_error", http_status=502, reason="cheapest")  # fmt: skip
     Attempt.objects.create(activity=activity, attempt_no=2, provider_slug="bravo",
@@ -289,7 +289,7 @@ def test_keys_page_is_scoped_and_limit_of_other_org_is_404(orgs):
     assert b.api_key.prefix not in html and "OrgB key" not in html
     response = client.post(f"/keys/{b.api_key.id}/limit/", {"monthly_limit_usd": "1"})
     assert response.status_code == 404
-    assert ApiKey.objects.get(id=b.api_key.id).monthly_limit_usd is None
+    assert ApiKey.unscoped_objects.get(id=b.api_key.id).monthly_limit_usd is None
 
 
 def test_members_page_is_scoped(orgs):
@@ -298,10 +298,10 @@ def test_members_page_is_scoped(orgs):
     client = _login(a.user)
     html = client.get("/members/").content.decode()
     assert "orga-owner" in html and "orgb-owner" not in html and "b-member" not in html
-    b_membership = Membership.objects.get(user=b.user)
+    b_membership = Membership.unscoped_objects.get(user=b.user)
     assert client.post(f"/members/{b_membership.id}/remove/").status_code == 404
     assert client.post(f"/members/{b_membership.id}/role/", {"role": "member"}).status_code == 404
-    assert Membership.objects.filter(id=b_membership.id, role="owner").exists()
+    assert Membership.unscoped_objects.filter(id=b_membership.id, role="owner").exists()
 
 
 @pytest.mark.parametrize("url", ["/", "/usage/", "/keys/", "/members/", "/activity.csv"])
@@ -389,7 +389,7 @@ def test_keys_page_shows_spend_and_last_used():
     _row(a, "gen-m1", created_at=now, cost_usd=D("0.25"))
     _row(a, "gen-m2", created_at=month_start(now), cost_usd=D("0.50"))
     _row(a, "gen-old", created_at=month_start(now) - timedelta(seconds=1), cost_usd=D("2"))
-    ApiKey.objects.filter(id=a.api_key.id).update(
+    ApiKey.unscoped_objects.filter(id=a.api_key.id).update(
         last_used_at=datetime(2025, 3, 4, 5, 6, tzinfo=UTC)
     )
     unused, _ = api_key_create(organisation=a.organisation, name="unused")
@@ -410,13 +410,13 @@ def test_owner_sets_and_clears_monthly_limit():
     client = _login(a.user)
     response = client.post(f"/keys/{a.api_key.id}/limit/", {"monthly_limit_usd": "12.50"})
     assert response.status_code == 302
-    assert ApiKey.objects.get(id=a.api_key.id).monthly_limit_usd == D("12.50")
+    assert ApiKey.unscoped_objects.get(id=a.api_key.id).monthly_limit_usd == D("12.50")
     assert a.api_key.prefix not in auth._cache  # the gateway sees the new limit at once
     assert 'value="12.50"' in client.get("/keys/").content.decode()
     client.post(f"/keys/{a.api_key.id}/limit/", {"monthly_limit_usd": ""})
-    assert ApiKey.objects.get(id=a.api_key.id).monthly_limit_usd is None
+    assert ApiKey.unscoped_objects.get(id=a.api_key.id).monthly_limit_usd is None
     client.post(f"/keys/{a.api_key.id}/limit/", {"monthly_limit_usd": "-1"})
-    assert ApiKey.objects.get(id=a.api_key.id).monthly_limit_usd is None
+    assert ApiKey.unscoped_objects.get(id=a.api_key.id).monthly_limit_usd is None
 
 
 def test_member_cannot_edit_limit_create_or_revoke_keys():
@@ -428,9 +428,9 @@ def test_member_cannot_edit_limit_create_or_revoke_keys():
     )
     assert client.post("/keys/", {"name": "x"}).status_code == 403
     assert client.post(f"/keys/{a.api_key.id}/revoke/").status_code == 403
-    key = ApiKey.objects.get(id=a.api_key.id)
+    key = ApiKey.unscoped_objects.get(id=a.api_key.id)
     assert key.monthly_limit_usd is None and key.revoked_at is None
-    assert ApiKey.objects.filter(organisation=a.organisation).count() == 1
+    assert ApiKey.unscoped_objects.filter(organisation=a.organisation).count() == 1
     assert "monthly_limit_usd" not in client.get("/keys/").content.decode()
 
 
@@ -453,45 +453,45 @@ def test_new_key_is_shown_once():
 def test_owner_changes_roles_and_removes_members():
     a = make_tenant("Team")
     plain = _member(a, "plain")
-    membership = Membership.objects.get(user=plain)
+    membership = Membership.unscoped_objects.get(user=plain)
     client = _login(a.user)
     client.post(f"/members/{membership.id}/role/", {"role": "owner"})
-    assert Membership.objects.get(id=membership.id).role == "owner"
+    assert Membership.unscoped_objects.get(id=membership.id).role == "owner"
     client.post(f"/members/{membership.id}/role/", {"role": "member"})
-    assert Membership.objects.get(id=membership.id).role == "member"
+    assert Membership.unscoped_objects.get(id=membership.id).role == "member"
     client.post(f"/members/{membership.id}/remove/")
-    assert not Membership.objects.filter(id=membership.id).exists()
+    assert not Membership.unscoped_objects.filter(id=membership.id).exists()
 
 
 def test_last_owner_cannot_be_removed_or_demoted():
     a = make_tenant("Solo")
-    owner = Membership.objects.get(user=a.user)
+    owner = Membership.unscoped_objects.get(user=a.user)
     client = _login(a.user)
     response = client.post(f"/members/{owner.id}/remove/", follow=True)
     assert "last owner" in response.content.decode()
     response = client.post(f"/members/{owner.id}/role/", {"role": "member"}, follow=True)
     assert "at least one owner" in response.content.decode()
-    assert Membership.objects.get(id=owner.id).role == "owner"
+    assert Membership.unscoped_objects.get(id=owner.id).role == "owner"
     # With a second owner, the first may step down.
-    second = Membership.objects.get(user=_member(a, "second", role="owner"))
+    second = Membership.unscoped_objects.get(user=_member(a, "second", role="owner"))
     client.post(f"/members/{owner.id}/role/", {"role": "member"})
-    assert Membership.objects.get(id=owner.id).role == "member"
+    assert Membership.unscoped_objects.get(id=owner.id).role == "member"
     assert _login(second.user).post(f"/members/{second.id}/remove/").status_code == 302
-    assert Membership.objects.filter(id=second.id).exists()  # now the last owner
+    assert Membership.unscoped_objects.filter(id=second.id).exists()  # now the last owner
 
 
 def test_member_cannot_manage_members():
     a = make_tenant("Team")
     plain = _member(a, "plain")
-    owner = Membership.objects.get(user=a.user)
+    owner = Membership.unscoped_objects.get(user=a.user)
     client = _login(plain)
     assert client.get("/members/").status_code == 200
     assert client.post("/members/", {"username": "x", "password": "pw-123456789",
                                      "role": "owner"}).status_code == 403  # fmt: skip
     assert client.post(f"/members/{owner.id}/remove/").status_code == 403
-    mine = Membership.objects.get(user=plain)
+    mine = Membership.unscoped_objects.get(user=plain)
     assert client.post(f"/members/{mine.id}/role/", {"role": "owner"}).status_code == 403
-    assert Membership.objects.get(id=mine.id).role == "member"
+    assert Membership.unscoped_objects.get(id=mine.id).role == "member"
     assert not get_user_model().objects.filter(username="x").exists()
 
 

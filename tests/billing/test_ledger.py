@@ -44,9 +44,9 @@ def test_finaliser_replayed_three_times_changes_nothing(tenant):
     later.cost_usd = Decimal(99)  # a replay with other numbers must not rewrite history
     assert activity_finish(later) is False
     assert activity_finish(_result("gen-replay")) is False
-    row = Activity.objects.get()
+    row = Activity.unscoped_objects.get()
     assert row.cost_usd == Decimal("0.00123") and row.attempt_count == 2
-    assert Attempt.objects.count() == 2
+    assert Attempt.unscoped_objects.count() == 2
 
 
 @pytest.mark.django_db
@@ -58,8 +58,8 @@ def test_reconciler_closes_stale_pending_rows_once(tenant):
                       created_at=created_at)  # fmt: skip
     assert activity_reconcile_task() == 1
     assert activity_reconcile_task() == 0
-    stale, fresh = Activity.objects.get(request_id="gen-old"), Activity.objects.get(
-        request_id="gen-new")  # fmt: skip
+    stale = Activity.unscoped_objects.get(request_id="gen-old")
+    fresh = Activity.unscoped_objects.get(request_id="gen-new")
     assert (stale.status, stale.cost_usd) == ("error", 0) and "unfinished" in stale.error_message
     assert fresh.status == "pending"
 
@@ -225,9 +225,12 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
         ledger_write([(rows[r], results[r]) for r in batch])
 
     def stored(request_id: str) -> dict:
-        row = Activity.objects.filter(request_id=request_id).values().get()
-        attempts = list(Attempt.objects.filter(activity__request_id=request_id)
-                        .order_by("attempt_no").values())  # fmt: skip
+        row = Activity.unscoped_objects.filter(request_id=request_id).values().get()
+        attempts = list(
+            Attempt.unscoped_objects.filter(activity__request_id=request_id)
+            .order_by("attempt_no")
+            .values()
+        )
         for attempt in attempts:  # every column but the keys (the batch builds plain rows)
             attempt.pop("id"), attempt.pop("activity_id")
         for name in ("id", "request_id", "finished_at"):
@@ -238,7 +241,9 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
     assert orm["list_cost_usd"] is not None and orm["prices"] == {"input": "0.27", "output": "1.1"}
     for request_id in (*batched, *later):
         assert stored(request_id) == orm, request_id
-    assert Activity.objects.filter(created_at=now).count() == 13  # the same instant, exactly
+    assert (
+        Activity.unscoped_objects.filter(created_at=now).count() == 13
+    )  # the same instant, exactly
 
 
 @pytest.mark.django_db
@@ -264,7 +269,7 @@ def test_the_lean_select_reads_what_the_orm_reads(tenant, market):
     with transaction.atomic():
         asked = [*ids, "gen-none", "gen-nope"]  # five: padded with NULLs to eight
         lean = select_rows(Activity, "request_id", asked, names, for_update=True)
-    orm = list(Activity.objects.filter(request_id__in=ids))
+    orm = list(Activity.unscoped_objects.filter(request_id__in=ids))
     assert [a.request_id for a in lean] == [a.request_id for a in orm] == ids[::-1]
     for got, want in zip(lean, orm, strict=True):
         for name in ("id", *names):
@@ -299,9 +304,9 @@ def test_finishing_a_batch_of_streams_is_the_same_statements_for_any_size(tenant
 
         with connection.execute_wrapper(record):
             ledger_write([(row, _result(row.request_id)) for row in rows])
-        finished = Activity.objects.filter(request_id__startswith=f"gen-size-{size}-")
+        finished = Activity.unscoped_objects.filter(request_id__startswith=f"gen-size-{size}-")
         assert finished.filter(status="success", completion_tokens=5).count() == size
-        assert Attempt.objects.filter(activity__in=finished).count() == 2 * size
+        assert Attempt.unscoped_objects.filter(activity__in=finished).count() == 2 * size
         return seen
 
     finish_statements(2)  # warm: the key's last use, the savings' price lookups
@@ -342,9 +347,9 @@ def test_the_writer_prepares_a_few_statements_whatever_its_batch_sizes(tenant, m
                                            provider_slug="alpha", completion_tokens=3))
                           for row in rows])  # fmt: skip
             ledger_write([(row, _result(row.request_id)) for row in rows])
-    done = Activity.objects.filter(request_id__startswith="gen-few-")
+    done = Activity.unscoped_objects.filter(request_id__startswith="gen-few-")
     assert done.filter(status="success", completion_tokens=5).count() == sum(sizes)
-    assert Attempt.objects.filter(activity__in=done).count() == 2 * sum(sizes)
+    assert Attempt.unscoped_objects.filter(activity__in=done).count() == 2 * sum(sizes)
     # A statement's text per power of two of rows (1 to 64: seven) and kind (opening,
     # two heartbeats, the finishing SELECT, UPDATE and attempts' INSERT), and a few
     # fixed ones; one text per size would be 40 per kind.
@@ -381,10 +386,10 @@ def _orphan_batch(tenant, market):
 
 
 def _assert_orphans_handled(market) -> None:
-    assert not Activity.objects.filter(request_id="gen-org-gone").exists()
-    fine = Activity.objects.get(request_id="gen-fine")
+    assert not Activity.unscoped_objects.filter(request_id="gen-org-gone").exists()
+    fine = Activity.unscoped_objects.get(request_id="gen-fine")
     assert fine.status == "success" and fine.cost_usd == Decimal("0.00123")
-    unlinked = Activity.objects.get(request_id="gen-key-gone")
+    unlinked = Activity.unscoped_objects.get(request_id="gen-key-gone")
     assert unlinked.status == "success" and unlinked.cost_usd == Decimal("0.00123")
     assert unlinked.api_key_id is None and unlinked.endpoint_id is None
     endpoints = list(unlinked.attempts.order_by("attempt_no").values_list("endpoint_id", flat=True))
@@ -426,7 +431,7 @@ def test_the_ledger_writer_is_not_stuck_behind_an_orphaned_row(tenant, market):
     _orphan_batch_items = _orphan_batch(tenant, market)
     asyncio.run(write_all())
     _assert_orphans_handled(market)
-    assert Activity.objects.get(request_id="gen-after").status == "success"
+    assert Activity.unscoped_objects.get(request_id="gen-after").status == "success"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -450,7 +455,7 @@ def test_a_heartbeat_naming_a_deleted_endpoint_still_beats(tenant, market):
         cost_usd=Decimal("0.001"),
     )
     ledger_write([(row, beat)])
-    stored = Activity.objects.get(request_id="gen-beat")
+    stored = Activity.unscoped_objects.get(request_id="gen-beat")
     assert stored.status == "pending" and stored.heartbeat_at == beat.at
     assert stored.endpoint_id is None and stored.completion_tokens == 0
 
@@ -492,7 +497,7 @@ def test_a_heartbeat_of_many_streams_is_the_same_statements_for_any_number(tenan
             ledger_write([(rows[0], c) for c in beats])
         stored = {
             a.request_id: a
-            for a in Activity.objects.filter(request_id__in=[r.request_id for r in rows])
+            for a in Activity.unscoped_objects.filter(request_id__in=[r.request_id for r in rows])
         }
         assert stored[rows[0].request_id].status == "success"
         assert stored[rows[0].request_id].completion_tokens == 5  # the finished row is kept

@@ -36,7 +36,7 @@ def test_a_key_is_created_with_its_limits():
         "rate_limit_tpm": "100000", "max_concurrent": "4",
     })  # fmt: skip
     assert response.status_code == 200 and response.context["new_key"]
-    key = ApiKey.objects.get(organisation=a.organisation, name="ci")
+    key = ApiKey.unscoped_objects.get(organisation=a.organisation, name="ci")
     assert (key.monthly_limit_usd, key.daily_limit_usd) == (Decimal("20"), Decimal("2.50"))
     assert key.expires_at == expires.replace(second=0)
     assert key.allowed_models == ["test/model-a", "other/model-b"]
@@ -48,7 +48,7 @@ def test_a_key_is_created_with_its_limits():
 def test_a_key_without_limits_has_none():
     a = make_tenant("Plain")
     assert _login(a.user).post("/keys/", {"name": "free"}).status_code == 200
-    key = ApiKey.objects.get(organisation=a.organisation, name="free")
+    key = ApiKey.unscoped_objects.get(organisation=a.organisation, name="free")
     assert key.monthly_limit_usd is None and key.daily_limit_usd is None
     assert key.allowed_models == [] and key.expires_at is None
     assert key.rate_limit_rpm is key.rate_limit_tpm is key.max_concurrent is None
@@ -62,7 +62,7 @@ def test_bad_limits_are_refused_with_400(field, value):
     a = make_tenant("Bad")
     response = _login(a.user).post("/keys/", {"name": "k", field: value})
     assert response.status_code == 400
-    assert not ApiKey.objects.filter(organisation=a.organisation, name="k").exists()
+    assert not ApiKey.unscoped_objects.filter(organisation=a.organisation, name="k").exists()
 
 
 def test_owners_set_the_organisations_limits_members_cannot(settings, monkeypatch):
@@ -102,7 +102,7 @@ def test_alerts_of_this_month_are_shown_once_each(django_capture_on_commit_callb
     assert len(queued) == 1  # one delivery task queued
     old = dict(common, period_start=datetime(2020, 1, 1, tzinfo=UTC))
     spend_alert_raise(**old, threshold=100, spent_usd=Decimal("10"))
-    SpendAlert.objects.filter(period_start=old["period_start"]).update(
+    SpendAlert.unscoped_objects.filter(period_start=old["period_start"]).update(
         created_at=datetime(2020, 1, 5, tzinfo=UTC)
     )
     html = _login(a.user).get("/keys/").content.decode()

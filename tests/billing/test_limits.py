@@ -164,7 +164,7 @@ def _spend(tenant, request_id: str, cost: str, *, api_key=None, created_at=None)
 
 
 def _principal(api_key: ApiKey, **fields) -> KeyPrincipal:
-    ApiKey.objects.filter(id=api_key.id).update(**fields)
+    ApiKey.unscoped_objects.filter(id=api_key.id).update(**fields)
     return _load(api_key.prefix)
 
 

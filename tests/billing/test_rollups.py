@@ -125,7 +125,7 @@ FILTER_CASES = [
 
 def _assert_reads_match_rows(a, b) -> None:
     org = a.organisation.id
-    keys = list(ApiKey.objects.filter(organisation_id=org).values_list("id", flat=True))
+    keys = list(ApiKey.unscoped_objects.filter(organisation_id=org).values_list("id", flat=True))
     for filters in [*FILTER_CASES, ActivityFilters(api_key_id=keys[1])]:
         raw = _raw(org, filters)
         expected = selectors.activity_totals(raw)
@@ -160,15 +160,15 @@ def _assert_reads_match_rows(a, b) -> None:
     # Keys and the staff spend report: compared with sums of the rows themselves.
     since = selectors.month_start(NOW)
     for key in selectors.api_key_list(organisation_id=org, now=NOW):
-        rows = Activity.objects.filter(api_key=key)
+        rows = Activity.unscoped_objects.filter(api_key=key)
         assert key.calls_total == rows.count()
         assert _n(key.spend_total) == _n(sum((r.cost_usd for r in rows), D(0)))
         assert _n(key.spend_month) == _n(
             sum((r.cost_usd for r in rows if r.created_at >= since), D(0))
         )
     last_month = selectors.month_start(since - timedelta(days=1))
-    for organisation in selectors.organisation_spend(now=NOW):
-        rows = list(Activity.objects.filter(organisation=organisation))
+    for organisation in selectors.unscoped_organisation_spend(now=NOW):
+        rows = list(Activity.unscoped_objects.filter(organisation=organisation))
         assert organisation.calls == len(rows)
         assert _n(organisation.spend_total) == _n(sum((r.cost_usd for r in rows), D(0)))
         assert _n(organisation.spend_month) == _n(
@@ -233,14 +233,14 @@ def test_reads_from_rollups_match_the_rows(ledger):
     # yesterday's settle bound), not today, whose rows are still read one by one.
     assert rolled[-1] == last_final_day(NOW) == NOW.date() - timedelta(days=1)
     assert rollup_through_day() == rolled[-1]
-    assert UsageDaily.objects.filter(organisation=a.organisation).exists()
-    assert TtftDaily.objects.filter(organisation=a.organisation).exists()
-    assert not UsageDaily.objects.filter(day__gte=NOW.date()).exists()
+    assert UsageDaily.unscoped_objects.filter(organisation=a.organisation).exists()
+    assert TtftDaily.unscoped_objects.filter(organisation=a.organisation).exists()
+    assert not UsageDaily.unscoped_objects.filter(day__gte=NOW.date()).exists()
     # Whole months are summed into monthly rows: December to February here.
     assert rollup_months_through() == NOW.date().replace(month=2, day=1)
-    months = set(UsageDaily.objects.filter(monthly=True).values_list("day", flat=True))
+    months = set(UsageDaily.unscoped_objects.filter(monthly=True).values_list("day", flat=True))
     assert NOW.date().replace(month=1, day=1) in months
-    assert TtftDaily.objects.filter(monthly=True).exists()
+    assert TtftDaily.unscoped_objects.filter(monthly=True).exists()
     _assert_reads_match_rows(a, b)
 
 
@@ -251,7 +251,9 @@ def test_a_monthly_row_is_what_is_read_for_a_whole_month(ledger):
                               date_to=NOW.date().replace(month=1, day=31))  # fmt: skip
     org = a.organisation.id
     before = selectors.usage_totals(organisation_id=org, filters=january)
-    UsageDaily.objects.filter(organisation_id=org, monthly=False, day__month=1).update(calls=0)
+    UsageDaily.unscoped_objects.filter(organisation_id=org, monthly=False, day__month=1).update(
+        calls=0
+    )
     assert selectors.usage_totals(organisation_id=org, filters=january) == before
     # A range starting mid-month reads that month's days, not its monthly row.
     mid = ActivityFilters(date_from=NOW.date().replace(month=1, day=2), date_to=january.date_to)
@@ -266,7 +268,7 @@ def test_a_monthly_row_is_what_is_read_for_a_whole_month(ledger):
 def _month_to_date_days() -> set:
     days = set()
     for model in (UsageDaily, TtftDaily):
-        rows = model.objects.filter(monthly=True).exclude(day__day=1)
+        rows = model.unscoped_objects.filter(monthly=True).exclude(day__day=1)
         days |= set(rows.values_list("day", flat=True))
     return days
 
@@ -286,13 +288,13 @@ def test_month_to_date_rows_are_read_and_match_the_rows(ledger):
     # The TTFT percentiles of a range ending on the last rolled day come from those rows
     # (change one: the read changes) and equal the raw computation (rounded values).
     since = ActivityFilters(date_from=through.replace(day=1) - timedelta(days=40))
-    rows = TtftDaily.objects.filter(organisation_id=org, monthly=True, day=through)
+    rows = TtftDaily.unscoped_objects.filter(organisation_id=org, monthly=True, day=through)
     assert rows.exists()
     assert _flat_ttft(selectors.usage_ttft(organisation_id=org, filters=since)) == (
         _expected_ttft(_raw(org, since))
     )
     first = rows.order_by("id").first()
-    TtftDaily.objects.filter(id=first.id).update(calls=F("calls") + 100_000)
+    TtftDaily.unscoped_objects.filter(id=first.id).update(calls=F("calls") + 100_000)
     changed = _flat_ttft(selectors.usage_ttft(organisation_id=org, filters=since))
     assert changed[(first.provider_slug, first.prompt_bucket)]["calls"] == (
         _expected_ttft(_raw(org, since))[(first.provider_slug, first.prompt_bucket)]["calls"]
@@ -353,16 +355,20 @@ def test_a_rollup_is_what_is_read(ledger):
     open_days = ActivityFilters(date_from=through.replace(day=1),
                                 date_to=through - timedelta(days=1))  # fmt: skip
     before_open = selectors.usage_totals(organisation_id=org, filters=open_days)
-    row = UsageDaily.objects.filter(
-        organisation=a.organisation, monthly=False, day__gte=through.replace(day=1),
+    row = UsageDaily.unscoped_objects.filter(
+        organisation=a.organisation,
+        monthly=False,
+        day__gte=through.replace(day=1),
         day__lt=through,
-    ).first()  # fmt: skip
-    UsageDaily.objects.filter(id=row.id).update(calls=row.calls + 1000)
+    ).first()
+    UsageDaily.unscoped_objects.filter(id=row.id).update(calls=row.calls + 1000)
     assert selectors.usage_totals(organisation_id=org, filters=open_days)["calls"] == (
         before_open["calls"] + 1000
     )
     # The month to date: what a range ending on the last rolled day reads.
-    to_date = UsageDaily.objects.filter(organisation=a.organisation, monthly=True, day=through)
+    to_date = UsageDaily.unscoped_objects.filter(
+        organisation=a.organisation, monthly=True, day=through
+    )
     to_date.filter(id=to_date.first().id).update(calls=F("calls") + 7)
     assert selectors.usage_totals(organisation_id=org)["calls"] == before["calls"] + 7
     # ...and a rebuild puts both right (idempotent: twice is the same).
@@ -378,9 +384,9 @@ def test_day_totals_are_the_daily_rows_summed_and_are_read(ledger):
     a, _ = ledger
     rollup_refresh(now=NOW)
     org = a.organisation.id
-    totals = UsageDayTotal.objects.filter(organisation_id=org).order_by("day")
+    totals = UsageDayTotal.unscoped_objects.filter(organisation_id=org).order_by("day")
     assert totals.count() == (
-        UsageDaily.objects.filter(organisation_id=org, monthly=False)
+        UsageDaily.unscoped_objects.filter(organisation_id=org, monthly=False)
         .values("day")
         .distinct()
         .count()
@@ -392,14 +398,15 @@ def test_day_totals_are_the_daily_rows_summed_and_are_read(ledger):
         (_n(tuple(getattr(r, f) for f in fields)) for r in day_totals(UsageDaily, UsageDayTotal)),
         key=repr,
     )
-    assert rebuilt == sorted((_n(tuple(r.values())) for r in UsageDayTotal.objects.values(
-        *fields)), key=repr)  # fmt: skip
+    assert rebuilt == sorted(
+        (_n(tuple(r.values())) for r in UsageDayTotal.unscoped_objects.values(*fields)), key=repr
+    )
     # The per-day chart reads them (change one, the chart changes), then a rebuild of the
     # day puts it right.
     row = totals.filter(day__lt=NOW.date()).last()
     date_from = row.day - timedelta(days=3)
     before = selectors.usage_days(organisation_id=org, date_from=date_from, date_to=NOW.date())
-    UsageDayTotal.objects.filter(id=row.id).update(calls=row.calls + 1000)
+    UsageDayTotal.unscoped_objects.filter(id=row.id).update(calls=row.calls + 1000)
     for got in (
         selectors.usage_days(organisation_id=org, date_from=date_from, date_to=NOW.date()),
         selectors.usage_summary(organisation_id=org, date_from=date_from, date_to=NOW.date())[
@@ -435,7 +442,7 @@ def test_refresh_rolls_only_new_final_days(ledger):
         heartbeat_at=NOW - timedelta(seconds=10),
     )  # fmt: skip
     assert rollup_refresh(now=NOW) == []
-    Activity.objects.filter(request_id="gen-still-running").update(status="error")
+    Activity.unscoped_objects.filter(request_id="gen-still-running").update(status="error")
     assert len(rollup_refresh(now=NOW, max_days=3)) == 3
 
 
@@ -460,7 +467,9 @@ def test_pages_show_the_rolled_figures(ledger):
 
 def test_seed_activity_spreads_rows(ledger):
     a, _ = ledger
-    rows = Activity.objects.filter(organisation=a.organisation, request_id__startswith="seed-")
+    rows = Activity.unscoped_objects.filter(
+        organisation=a.organisation, request_id__startswith="seed-"
+    )
     assert rows.count() == 1500
     assert rows.values("model_slug").distinct().count() >= 5
     assert rows.values("provider_slug").distinct().count() >= 4
@@ -477,9 +486,9 @@ def test_seed_and_timings_commands(ledger):
     out = io.StringIO()
     call_command("seed_activity", organisation="cmd-org", rows=300, months=13, stdout=out)
     assert "seeded 300 rows for cmd-org" in out.getvalue()
-    assert Activity.objects.filter(organisation__slug="cmd-org").count() == 300
+    assert Activity.unscoped_objects.filter(organisation__slug="cmd-org").count() == 300
     # The seeded days already rolled were rebuilt: the rolled totals still match.
-    org = Activity.objects.filter(organisation__slug="cmd-org").first().organisation_id
+    org = Activity.unscoped_objects.filter(organisation__slug="cmd-org").first().organisation_id
     assert selectors.usage_totals(organisation_id=org)["calls"] == 300
     out = io.StringIO()
     call_command("activity_timings", organisation=a.organisation.slug, runs=1, stdout=out)

@@ -53,7 +53,7 @@ def test_keys_page_and_revoke_are_scoped(two_tenants):
     page = client.get("/keys/").content.decode()
     assert a.api_key.prefix in page and b.api_key.prefix not in page
     assert client.post(f"/keys/{b.api_key.id}/revoke/").status_code == 404
-    assert ApiKey.objects.get(id=b.api_key.id).revoked_at is None
+    assert ApiKey.unscoped_objects.get(id=b.api_key.id).revoked_at is None
 
 
 def test_scoping_fails_closed():

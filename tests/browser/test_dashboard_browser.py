@@ -114,11 +114,11 @@ def test_dashboard_in_a_browser(playwright_api, gateway, client, tenant):
         code="invalid_request_error", message="messages: must be a non-empty list",
         model_slug=TEST_MODEL, created_at=timezone.now(),
     )  # fmt: skip
-    streamed = Activity.objects.get(request_id=streamed_id)
+    streamed = Activity.unscoped_objects.get(request_id=streamed_id)
     ttft_provider = streamed.provider_slug if streamed.ttft_ms is not None and (
         streamed.prompt_bucket
     ) else None  # fmt: skip
-    exact = decimal_str(Activity.objects.get(request_id=reply.id).cost_usd)
+    exact = decimal_str(Activity.unscoped_objects.get(request_id=reply.id).cost_usd)
     with browser_page(playwright_api) as (page, problems):
         _walk_through(page, base, username, gateway, client, streamed_id, reply.id, provider,
                       ttft_provider, exact)  # fmt: skip

@@ -51,7 +51,7 @@ def finished_call(tenant, request_id: str, *, endpoint, prompt: int, cached: int
         **extra,
     )  # fmt: skip
     assert activity_finish(result)
-    return Activity.objects.get(request_id=request_id)
+    return Activity.unscoped_objects.get(request_id=request_id)
 
 
 D = Decimal

@@ -163,7 +163,7 @@ def test_a_monthly_limit_holds_across_instances(shared, tenant):
         served += 1
     assert served >= 2, "the limit refused before any spend"
     wait_finished_rows(served)
-    spent = sum(row.cost_usd for row in Activity.objects.all())
+    spent = sum(row.cost_usd for row in Activity.unscoped_objects.all())
     assert spent <= limit  # a hard limit (billing.limits): reserved before each call
     # Both instances refuse the same request (they share the Redis budget; a smaller
     # one whose worst case fits in what is left would still be served).
@@ -269,13 +269,13 @@ def test_killing_an_instance_mid_stream_loses_no_ledger_row(shared, tenant, emul
         # A stream's pending row is written within milliseconds of acceptance
         # (billing/ledger_writer.py URGENT_LINGER_S); "mid-stream" is after that.
         deadline = time.monotonic() + 5
-        while not Activity.objects.filter(request_id=request_id).exists():
+        while not Activity.unscoped_objects.filter(request_id=request_id).exists():
             assert time.monotonic() < deadline, "the stream's pending row was never written"
             time.sleep(0.05)
         shared.kill_gateway(1)
         thread.join(30)
         assert not complete(lines), "the stream outlived a SIGKILL"
-        row = Activity.objects.get(request_id=request_id)
+        row = Activity.unscoped_objects.get(request_id=request_id)
         # The worker's reconciler closes it (no heartbeat for RECONCILE_AFTER_S = 3 s).
         deadline = time.monotonic() + 30
         while row.status == Activity.Status.PENDING and time.monotonic() < deadline:

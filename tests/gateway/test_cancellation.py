@@ -79,7 +79,7 @@ def test_disconnect_at_every_await_point(gateway_server, tenant, emulator, strea
             await asyncio.sleep(0.01)
 
     async_to_sync(every_point)()
-    rows = list(Activity.objects.all())
+    rows = list(Activity.unscoped_objects.all())
     assert all(r.status == Activity.Status.CANCELLED for r in rows), [
         (r.status, r.error_message) for r in rows
     ]
@@ -145,7 +145,7 @@ def test_disconnect_while_the_key_is_read_never_reaches_the_provider(gateway_ser
     assert sent == []  # nobody left to answer
     assert cached
     assert emulator.log() == []
-    assert not Activity.objects.exists()
+    assert not Activity.unscoped_objects.exists()
 
 
 def test_a_disconnect_closes_the_upstream_before_the_call_unwinds(
@@ -198,6 +198,6 @@ def test_a_disconnect_closes_the_upstream_before_the_call_unwinds(
     [record] = emulator.log()
     final = emulator.wait_for(lambda r: r["id"] == record["id"] and r["status"] != "in_progress")
     assert final["status"] == "cancelled"
-    row = Activity.objects.get()
+    row = Activity.unscoped_objects.get()
     assert row.status == Activity.Status.CANCELLED
-    assert list(Attempt.objects.values_list("outcome", flat=True)) == ["cancelled"]
+    assert list(Attempt.unscoped_objects.values_list("outcome", flat=True)) == ["cancelled"]

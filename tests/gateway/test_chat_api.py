@@ -21,7 +21,7 @@ def wait_finished(request_id: str, timeout: float = 5.0) -> Activity:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        row = Activity.objects.filter(request_id=request_id).first()
+        row = Activity.unscoped_objects.filter(request_id=request_id).first()
         if row is not None and row.status != Activity.Status.PENDING:
             return row
         time.sleep(0.02)

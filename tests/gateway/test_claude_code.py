@@ -41,7 +41,7 @@ def test_claude_code_completes_a_turn(gateway, tenant, emulator, tmp_path):
     assert (result["type"], result["subtype"], result["is_error"]) == ("result", "success", False)
     assert result["result"].startswith("lorem")
     wait_background_idle()
-    rows = Activity.objects.filter(status="success", model_slug=TEST_MODEL)
+    rows = Activity.unscoped_objects.filter(status="success", model_slug=TEST_MODEL)
     assert rows.exists()
 
 

@@ -113,7 +113,7 @@ def test_a_limited_key_reserves_for_the_dearest_fallback_model(market, emulator,
         "price_cache_read": "0.03", "price_cache_write": "0",
         "price_output": "900"}]}]})  # fmt: skip
     catalog_cache.invalidate()
-    ApiKey.objects.filter(id=tenant.api_key.id).update(monthly_limit_usd="0.01")
+    ApiKey.unscoped_objects.filter(id=tenant.api_key.id).update(monthly_limit_usd="0.01")
     forget_cached_key(tenant.api_key.prefix)
 
     def post(**extra) -> httpx.Response:

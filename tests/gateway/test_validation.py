@@ -82,7 +82,7 @@ def test_malformed_request_is_a_400_naming_the_param(gateway, tenant, emulator, 
     assert error["param"] == param
     assert error["type"] == "invalid_request_error"
     assert emulator.log() == []
-    assert not Activity.objects.exists()
+    assert not Activity.unscoped_objects.exists()
 
 
 def test_n_above_one_says_only_one_choice(gateway, tenant, emulator):

@@ -56,7 +56,7 @@ def _stream_text(client, messages) -> tuple[str, str, str]:
 
 
 def _last_row() -> Activity:
-    rows = wait_finished_rows(Activity.objects.count())
+    rows = wait_finished_rows(Activity.unscoped_objects.count())
     return max(rows, key=lambda r: r.id)
 
 
@@ -67,7 +67,7 @@ def test_delayed_hedge_wins_when_first_choice_stalls(client, emulator, hedge_set
     request_id, provider, text = _stream_text(client, fresh(LONG))
     assert provider == "bravo" and text
     wait_background_idle()  # the ledger writer has written the call's row
-    row = Activity.objects.get(request_id=request_id)
+    row = Activity.unscoped_objects.get(request_id=request_id)
     attempts = {a.provider_slug: a for a in row.attempts.all()}
     assert attempts["alpha"].outcome == "hedge_lost" and not attempts["alpha"].hedge_leg
     assert attempts["bravo"].outcome == "success" and attempts["bravo"].hedge_leg
@@ -222,7 +222,7 @@ def test_hedge_race_across_protocols(client, emulator, hedge_settings, market):
     request_id, provider, text = _stream_text(client, fresh(LONG))
     assert provider == "bravo" and text
     wait_background_idle()
-    row = Activity.objects.get(request_id=request_id)
+    row = Activity.unscoped_objects.get(request_id=request_id)
     attempts = {a.provider_slug: a.outcome for a in row.attempts.all()}
     assert attempts == {"alpha": "hedge_lost", "bravo": "success"}
     alpha_log = emulator.wait_for(lambda r: r["status"] == "cancelled", provider="alpha")

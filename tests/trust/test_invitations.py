@@ -52,7 +52,7 @@ def test_invitee_creates_their_own_account_and_password():
     acme = make_tenant("Acme")
     link = _invite(_as(acme.user), "new.person@example.com", role="owner")
     # Nobody is a member (or a user) before accepting; the link was mailed too.
-    assert Membership.objects.filter(organisation=acme.organisation).count() == 1
+    assert Membership.unscoped_objects.filter(organisation=acme.organisation).count() == 1
     assert not get_user_model().objects.filter(email="new.person@example.com").exists()
     (sent,) = mail.outbox
     assert sent.to == ["new.person@example.com"] and link in sent.body
@@ -63,7 +63,7 @@ def test_invitee_creates_their_own_account_and_password():
     response = invitee.post(_path(link), {"username": "newperson", "password1": CHOSEN,
                                           "password2": CHOSEN})  # fmt: skip
     assert response.status_code == 302
-    membership = Membership.objects.get(user__username="newperson")
+    membership = Membership.unscoped_objects.get(user__username="newperson")
     assert (membership.organisation, membership.role) == (acme.organisation, "owner")
     assert membership.user.email == "new.person@example.com"
     assert _password_is("newperson", CHOSEN)
@@ -81,11 +81,11 @@ def test_existing_user_accepts_while_logged_in_and_keeps_their_password():
     web = _as(other.user)
     assert "Join as" in web.get(_path(link)).content.decode()
     assert web.post(_path(link)).status_code == 302
-    joined = Membership.objects.get(organisation=acme.organisation, user=other.user)
+    joined = Membership.unscoped_objects.get(organisation=acme.organisation, user=other.user)
     assert joined.role == "member"
-    assert Membership.objects.filter(user=other.user).count() == 2
+    assert Membership.unscoped_objects.filter(user=other.user).count() == 2
     assert _password_is(other.user.username, PASSWORD)
-    assert Invitation.objects.get().accepted_by == other.user
+    assert Invitation.unscoped_objects.get().accepted_by == other.user
 
 
 def test_owner_cannot_add_a_user_of_another_organisation_and_learns_nothing():
@@ -114,7 +114,9 @@ def test_owner_cannot_add_a_user_of_another_organisation_and_learns_nothing():
     assert invited[0] == invited[1]
     mails = [re.sub(r"http\S+", "LINK", m.body) for m in mail.outbox]
     assert len(mails) == 2 and mails[0] == mails[1]
-    assert not Membership.objects.filter(organisation=acme.organisation, user=other.user).exists()
+    assert not Membership.unscoped_objects.filter(
+        organisation=acme.organisation, user=other.user
+    ).exists()
     assert _password_is(other.user.username, PASSWORD)
 
 
@@ -126,9 +128,9 @@ def test_expired_revoked_and_tampered_links_are_refused(settings):
     acme = make_tenant("Acme")
     owner = _as(acme.user)
     expired = _invite(owner, "a@example.com")
-    Invitation.objects.filter(email="a@example.com").update(expires_at="2000-01-01T00:00Z")
+    Invitation.unscoped_objects.filter(email="a@example.com").update(expires_at="2000-01-01T00:00Z")
     revoked = _invite(owner, "b@example.com")
-    invitation = Invitation.objects.get(email="b@example.com")
+    invitation = Invitation.unscoped_objects.get(email="b@example.com")
     assert owner.post(f"/members/invitations/{invitation.id}/revoke/").status_code == 302
     valid = _invite(owner, "c@example.com")
     body = valid.rstrip("/")
@@ -139,7 +141,7 @@ def test_expired_revoked_and_tampered_links_are_refused(settings):
     # The signature's age counts too, whatever the database says.
     settings.UBERLLM = {**settings.UBERLLM, "INVITATION_MAX_AGE_H": -1.0}
     assert Client().get(_path(valid)).status_code == 404
-    assert Membership.objects.filter(organisation=acme.organisation).count() == 1
+    assert Membership.unscoped_objects.filter(organisation=acme.organisation).count() == 1
 
 
 def test_reinviting_an_address_revokes_the_earlier_link():
@@ -167,8 +169,8 @@ def test_a_member_accepting_again_keeps_their_role():
     link = _invite(_as(acme.user), "me@example.com", role="member")
     owner_web = _as(acme.user)
     assert owner_web.post(_path(link)).status_code == 302
-    assert Membership.objects.get(user=acme.user).role == "owner"
-    assert Invitation.objects.get().accepted_at is not None
+    assert Membership.unscoped_objects.get(user=acme.user).role == "owner"
+    assert Invitation.unscoped_objects.get().accepted_at is not None
 
 
 def test_members_cannot_invite_and_invitations_are_scoped():
@@ -178,12 +180,12 @@ def test_members_cannot_invite_and_invitations_are_scoped():
     plain = member_add(organisation=acme.organisation, username="plain", role="member")
     assert _as(plain).post("/members/", {"email": "z@example.com", "role": "owner"}).status_code \
         == 403  # fmt: skip
-    assert not Invitation.objects.exists()
+    assert not Invitation.unscoped_objects.exists()
     _invite(_as(other.user), "for-other@example.com")
-    theirs = Invitation.objects.get()
+    theirs = Invitation.unscoped_objects.get()
     acme_owner = _as(acme.user)
     assert "for-other@example.com" not in acme_owner.get("/members/").content.decode()
     assert acme_owner.post(f"/members/invitations/{theirs.id}/revoke/").status_code == 404
-    assert Invitation.objects.get().revoked_at is None
+    assert Invitation.unscoped_objects.get().revoked_at is None
     assert "for-other@example.com" in _as(other.user).get("/members/").content.decode()
     assert "for-other@example.com" not in _as(plain).get("/members/").content.decode()

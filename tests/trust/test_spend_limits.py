@@ -41,7 +41,7 @@ def _set(api_key: ApiKey, **fields) -> None:
     """Change a key's row and drop it from the gateway's key cache."""
     from billing.auth import forget_cached_key
 
-    ApiKey.objects.filter(id=api_key.id).update(**fields)
+    ApiKey.unscoped_objects.filter(id=api_key.id).update(**fields)
     forget_cached_key(api_key.prefix)
 
 
@@ -59,7 +59,7 @@ def _long_replies(emulator, tokens: int) -> None:
 
 def _billed(**filters) -> Decimal:
     wait_background_idle()
-    return sum((r.cost_usd for r in Activity.objects.filter(**filters)), Decimal(0))
+    return sum((r.cost_usd for r in Activity.unscoped_objects.filter(**filters)), Decimal(0))
 
 
 # --- Hard spend limits -------------------------------------------------------------------
@@ -205,7 +205,7 @@ def test_a_prompt_above_the_tokens_per_minute_is_a_413_without_retry_after(gatew
     )  # fmt: skip
     assert messages.status_code == 413 and "retry-after" not in messages.headers
     assert messages.json()["error"]["type"] == "request_too_large"
-    assert not Activity.objects.filter(organisation=tenant.organisation).exists()
+    assert not Activity.unscoped_objects.filter(organisation=tenant.organisation).exists()
 
 
 def test_concurrent_calls_over_the_limit_answer_429(gateway, tenant, emulator):
@@ -322,17 +322,19 @@ def test_alerts_at_80_and_100_percent_are_sent_once(
         for _ in range(3):
             assert _post(gateway, tenant.key, max_tokens=500).status_code == 200
         wait_background_idle()
-        assert list(SpendAlert.objects.values_list("threshold", flat=True)) == [80]
+        assert list(SpendAlert.unscoped_objects.values_list("threshold", flat=True)) == [80]
         # Near the limit: a call that does not fit is refused, which is the 100% alert.
-        Activity.objects.filter(request_id="gen-before").update(cost_usd=Decimal("0.0095"))
+        Activity.unscoped_objects.filter(request_id="gen-before").update(cost_usd=Decimal("0.0095"))
         from billing import limits
 
         limits.forget_key_spend()  # re-seed the period from the ledger
         for _ in range(3):
             assert _post(gateway, tenant.key, max_tokens=5000).status_code == 402
         wait_background_idle()
-        alerts = {a.threshold: a for a in SpendAlert.objects.select_related(
-            "organisation", "api_key")}  # fmt: skip
+        alerts = {
+            a.threshold: a
+            for a in SpendAlert.unscoped_objects.select_related("organisation", "api_key")
+        }
         assert sorted(alerts) == [80, 100]
         assert sorted(queued_alerts) == sorted(a.id for a in alerts.values())  # once each
         # Delivery (a Celery task in production; the service directly here): once each.

@@ -45,7 +45,7 @@ def uniform_prices(market):
 
 def test_a_key_limit_holds_across_two_processes(uniform_prices, two_gateways, tenant, emulator):
     limit = Decimal("0.01")
-    ApiKey.objects.filter(id=tenant.api_key.id).update(monthly_limit_usd=limit)
+    ApiKey.unscoped_objects.filter(id=tenant.api_key.id).update(monthly_limit_usd=limit)
     for slug in ("alpha", "bravo", "charlie"):  # $0.002 a call at alpha
         emulator.control(slug, default_output_tokens=5000, output_tokens_per_s=200_000)
     with ThreadPoolExecutor(16) as pool:
@@ -60,10 +60,10 @@ def test_a_key_limit_holds_across_two_processes(uniform_prices, two_gateways, te
 
 
 def test_requests_per_minute_are_counted_across_processes(two_gateways, tenant):
-    ApiKey.objects.filter(id=tenant.api_key.id).update(rate_limit_rpm=3)
+    ApiKey.unscoped_objects.filter(id=tenant.api_key.id).update(rate_limit_rpm=3)
     left = 60 - time.time() % 60
     if left < 4:
         time.sleep(left + 0.05)
     statuses = [chat(two_gateways[i % 2], tenant.key).status_code for i in range(4)]
     assert statuses == [200, 200, 200, 429]
-    assert Activity.objects.count() <= 3
+    assert Activity.unscoped_objects.count() <= 3

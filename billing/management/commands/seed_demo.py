@@ -46,9 +46,9 @@ def _demo_key(organisation) -> str:
         parsed = parse_key(key)
         if (
             parsed
-            and ApiKey.objects.filter(
-                prefix=parsed.prefix, organisation=organisation, revoked_at__isnull=True
-            ).exists()
+            and ApiKey.objects.for_organisation(organisation)
+            .filter(prefix=parsed.prefix, revoked_at__isnull=True)
+            .exists()
         ):
             return key
     _, key = api_key_create(organisation=organisation, name="demo")

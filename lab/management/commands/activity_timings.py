@@ -28,8 +28,8 @@ def reads(organisation: Organisation) -> list[tuple[str, Callable[[], object]]]:
     """The reads of the Activity, Usage, Keys and admin spend pages and the activity API."""
     org = organisation.id
     today = datetime.now(UTC).date()
-    last = Activity.objects.filter(organisation_id=org).order_by("-created_at", "-id").first()
-    some_key = ApiKey.objects.filter(organisation_id=org).order_by("id").first()
+    last = Activity.objects.for_organisation(org).order_by("-created_at", "-id").first()
+    some_key = ApiKey.objects.for_organisation(org).order_by("id").first()
     model = last.model_slug if last else ""
     week = ActivityFilters(date_from=today - timedelta(days=6), date_to=today)
     month = ActivityFilters(date_from=today - timedelta(days=29), date_to=today)
@@ -73,35 +73,59 @@ def reads(organisation: Organisation) -> list[tuple[str, Callable[[], object]]]:
         ("activity: first page (50)", lambda: first_page()),
         ("activity: totals (all time)", lambda: selectors.usage_totals(organisation_id=org)),
         ("activity: page, model filter", lambda: first_page(ActivityFilters(model=model))),
-        ("activity: totals, model filter",
-         lambda: selectors.usage_totals(organisation_id=org, filters=ActivityFilters(model=model))),
-        ("activity: page, status=cancelled",
-         lambda: first_page(ActivityFilters(status="cancelled"))),
+        (
+            "activity: totals, model filter",
+            lambda: selectors.usage_totals(
+                organisation_id=org, filters=ActivityFilters(model=model)
+            ),
+        ),
+        (
+            "activity: page, status=cancelled",
+            lambda: first_page(ActivityFilters(status="cancelled")),
+        ),
         ("activity: page, key filter", lambda: first_page(key_filter)),
-        ("activity: totals, key filter",
-         lambda: selectors.usage_totals(organisation_id=org, filters=key_filter)),
+        (
+            "activity: totals, key filter",
+            lambda: selectors.usage_totals(organisation_id=org, filters=key_filter),
+        ),
         ("activity: page, last 7 days", lambda: first_page(week)),
-        ("activity: totals, last 7 days",
-         lambda: selectors.usage_totals(organisation_id=org, filters=week)),
-        ("activity: request id", lambda: first_page(
-            ActivityFilters(request_id=last.request_id if last else "none"))),
-        ("activity: one call's detail (with its attempts)", lambda: (
-            selectors.activity_get(organisation_id=org, request_id=last.request_id).attempts.all()
-            if last else None)),
-        ("usage: 30 days (totals, day, model, provider, key, TTFT p50/p90)",
-         lambda: usage(month)),
-        ("usage: TTFT p50/p90 only, 30 days",
-         lambda: selectors.usage_ttft(organisation_id=org, filters=month)),
+        (
+            "activity: totals, last 7 days",
+            lambda: selectors.usage_totals(organisation_id=org, filters=week),
+        ),
+        (
+            "activity: request id",
+            lambda: first_page(ActivityFilters(request_id=last.request_id if last else "none")),
+        ),
+        (
+            "activity: one call's detail (with its attempts)",
+            lambda: (
+                selectors.activity_get(
+                    organisation_id=org, request_id=last.request_id
+                ).attempts.all()
+                if last
+                else None
+            ),
+        ),
+        ("usage: 30 days (totals, day, model, provider, key, TTFT p50/p90)", lambda: usage(month)),
+        (
+            "usage: TTFT p50/p90 only, 30 days",
+            lambda: selectors.usage_ttft(organisation_id=org, filters=month),
+        ),
         ("usage: 366 days (all six)", lambda: usage(year)),
         ("usage: per-day chart only, 366 days", lambda: usage_days(year)),
         ("csv export: first 2,000 rows", csv_start),
         ("api /v1/activity: first page (100)", lambda: api_page()),
         ("api /v1/activity: cursor page 2", api_second_page),
-        ("keys page: spend month/total per key",
-         lambda: list(selectors.api_key_list(organisation_id=org))),
-        ("admin spend page: every organisation",
-         lambda: list(selectors.organisation_spend().order_by("-spend_month", "slug"))),
-    ]  # fmt: skip
+        (
+            "keys page: spend month/total per key",
+            lambda: list(selectors.api_key_list(organisation_id=org)),
+        ),
+        (
+            "admin spend page: every organisation",
+            lambda: list(selectors.unscoped_organisation_spend().order_by("-spend_month", "slug")),
+        ),
+    ]
 
 
 def measure(func: Callable[[], object], runs: int) -> tuple[float, float, float, list[str]]:
@@ -132,8 +156,8 @@ class Command(BaseCommand):
         organisation = Organisation.objects.filter(slug=options["organisation"]).first()
         if organisation is None:
             raise CommandError(f"no organisation {options['organisation']!r}")
-        rows = Activity.objects.filter(organisation=organisation).count()
-        everyone = Activity.objects.count()
+        rows = Activity.objects.for_organisation(organisation).count()
+        everyone = Activity.unscoped_objects.count()
         self.stdout.write(
             f"{organisation.slug}: {rows:,} Activity rows ({everyone:,} in all), "
             f"{connection.vendor}, {options['runs']} runs each\n"
@@ -163,7 +187,7 @@ class Command(BaseCommand):
         from billing.models import Membership
 
         user, _ = get_user_model().objects.get_or_create(username="timings-owner")
-        Membership.objects.get_or_create(
+        Membership.objects.for_organisation(organisation).get_or_create(
             organisation=organisation, user=user, defaults={"role": "owner"}
         )
         client = Client()

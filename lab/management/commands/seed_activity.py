@@ -56,7 +56,7 @@ def seed_activity(*, organisation: Organisation, rows: int, months: int = 13, ke
 
 def _keys(organisation: Organisation, wanted: int) -> list[int]:
     existing = list(
-        ApiKey.objects.filter(organisation=organisation).order_by("id").values_list("id", flat=True)
+        ApiKey.objects.for_organisation(organisation).order_by("id").values_list("id", flat=True)
     )
     for n in range(len(existing), wanted):
         api_key, _plaintext = api_key_create(organisation=organisation, name=f"seed key {n + 1}")

@@ -1,0 +1,113 @@
+"""Reads for the dashboard, the API and the staff pages.
+
+Tenancy is a gate, not a convention (billing/tenancy.py): every read of tenant data
+goes through ``Model.objects.for_organisation(...)``, or it raises. The cross-tenant
+reads are named ``unscoped_…`` (``staff``, and the invitation a link token names).
+
+    common    UTC periods, the Activity filters, the savings sums
+    activity  the Activity list of an organisation, rejections, CSV rows, cursor pages
+    usage     usage of a queryset of rows: per day, model, provider, key; TTFT
+    rolled    the same figures from the daily rollups and the recent rows
+    spend     spend of an organisation or key; per-row spend columns
+    keys      an organisation's API keys
+    members   members, invitations, a signed-in user's organisation
+    staff     the cross-tenant reads (``unscoped_…``)
+"""
+
+from .activity import (
+    CSV_COLUMNS,
+    REJECTED_CSV_COLUMNS,
+    activity_csv_rows,
+    activity_filter_choices,
+    activity_get,
+    activity_list,
+    activity_page_after,
+    activity_totals,
+    keyset_after,
+    keyset_chunks,
+    rejected_csv_rows,
+    rejected_list,
+)
+from .common import PROMPT_BUCKETS, ActivityFilters, day_start, for_organisation, month_start
+from .keys import api_key_choices, api_key_get, api_key_list, api_key_names
+from .members import (
+    invitation_get,
+    invitation_pending_list,
+    membership_for_user,
+    membership_get,
+    membership_list,
+    organisation_for_user,
+    unscoped_invitation_by_token,
+)
+from .rolled import (
+    activity_row_count,
+    filter_choices,
+    percentile_of_counts,
+    usage_by,
+    usage_days,
+    usage_summary,
+    usage_totals,
+    usage_ttft,
+)
+from .spend import api_key_month_spend, spend_alerts_recent, spend_since
+from .staff import unscoped_organisation_spend, unscoped_spend_by_model_bucket
+from .usage import (
+    EMPTY_USAGE,
+    percentile,
+    ttft_by_bucket,
+    usage_per_day,
+    usage_per_key,
+    usage_per_model,
+    usage_per_provider,
+)
+
+__all__ = [
+    "CSV_COLUMNS",
+    "EMPTY_USAGE",
+    "PROMPT_BUCKETS",
+    "REJECTED_CSV_COLUMNS",
+    "ActivityFilters",
+    "activity_csv_rows",
+    "activity_filter_choices",
+    "activity_get",
+    "activity_list",
+    "activity_page_after",
+    "activity_row_count",
+    "activity_totals",
+    "api_key_choices",
+    "api_key_get",
+    "api_key_list",
+    "api_key_month_spend",
+    "api_key_names",
+    "day_start",
+    "filter_choices",
+    "for_organisation",
+    "invitation_get",
+    "invitation_pending_list",
+    "keyset_after",
+    "keyset_chunks",
+    "membership_for_user",
+    "membership_get",
+    "membership_list",
+    "month_start",
+    "organisation_for_user",
+    "percentile",
+    "percentile_of_counts",
+    "rejected_csv_rows",
+    "rejected_list",
+    "spend_alerts_recent",
+    "spend_since",
+    "ttft_by_bucket",
+    "unscoped_invitation_by_token",
+    "unscoped_organisation_spend",
+    "unscoped_spend_by_model_bucket",
+    "usage_by",
+    "usage_days",
+    "usage_per_day",
+    "usage_per_key",
+    "usage_per_model",
+    "usage_per_provider",
+    "usage_summary",
+    "usage_totals",
+    "usage_ttft",
+]

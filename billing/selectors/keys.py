@@ -1,0 +1,36 @@
+"""One organisation's API keys."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import QuerySet
+from django.http import Http404
+
+from ..models import ApiKey
+from .common import month_start
+from .spend import spend_annotations
+
+
+def api_key_list(*, organisation_id: int, now: datetime | None = None) -> QuerySet:
+    """The organisation's keys with ``spend_month`` (this calendar month, UTC),
+    ``spend_total`` and ``calls_total`` (from the daily rollups and the recent rows)."""
+    annotations = spend_annotations("api_key_id", since=month_start(now))
+    return ApiKey.objects.for_organisation(organisation_id).annotate(**annotations)
+
+
+def api_key_choices(*, organisation_id: int) -> QuerySet:
+    return ApiKey.objects.for_organisation(organisation_id).order_by("name", "id")
+
+
+def api_key_get(*, organisation_id: int, key_id: int) -> ApiKey:
+    api_key = ApiKey.objects.for_organisation(organisation_id).filter(id=key_id).first()
+    if api_key is None:
+        raise Http404("No such key.")
+    return api_key
+
+
+def api_key_names(*, organisation_id: int, ids: list[int]) -> dict[int, str]:
+    """The names of the organisation's keys among ``ids``."""
+    keys = ApiKey.objects.for_organisation(organisation_id).filter(id__in=ids)
+    return dict(keys.values_list("id", "name"))
