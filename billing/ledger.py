@@ -462,7 +462,9 @@ def _close_unfinished(request_ids: list[str], now: datetime) -> int:
     checkpoint, and settle their reservations; returns rows closed."""
     from .limits import settle_abandoned
 
-    pending = Activity.objects.filter(request_id__in=request_ids, status=Activity.Status.PENDING)
+    pending = Activity.unscoped_objects.filter(
+        request_id__in=request_ids, status=Activity.Status.PENDING
+    )
     closed = pending.filter(completion_tokens__gt=0).update(
         status=Activity.Status.ERROR, http_status=500, finished_at=now,
         error_message=f"{UNFINISHED}; the tokens delivered until then are billed",
@@ -472,7 +474,7 @@ def _close_unfinished(request_ids: list[str], now: datetime) -> int:
         cost_usd=Decimal(0), prompt_tokens=0, cached_tokens=0, finished_at=now,
     )  # fmt: skip
     # This run's rows: the same ids, finished now by the reconciler.
-    ours = Activity.objects.filter(
+    ours = Activity.unscoped_objects.filter(
         request_id__in=request_ids, finished_at=now, error_message__startswith=UNFINISHED
     )
     settle_abandoned(

@@ -104,8 +104,8 @@ def _run_and_kill(gateway: SubprocessGateway, key: str) -> list[Received]:
 
 
 def _checkpointed(seen: list[Received]) -> bool:
-    finished = Activity.objects.filter(status="success").count()
-    served = Activity.objects.filter(status="pending", completion_tokens__gt=0).count()
+    finished = Activity.unscoped_objects.filter(status="success").count()
+    served = Activity.unscoped_objects.filter(status="pending", completion_tokens__gt=0).count()
     return all(s.done for s in seen[:SHORT]) and finished == SHORT and served == STREAMS - SHORT
 
 
@@ -141,14 +141,14 @@ def _reservations_left() -> list[tuple[Decimal | None, Decimal]]:
 
     from billing.auth import _load
 
-    principal = _load(ApiKey.objects.get().prefix)
+    principal = _load(ApiKey.unscoped_objects.get().prefix)
     return [(spent, reserved) for _, spent, reserved in async_to_sync(limits.spent_now)(principal)]
 
 
 def test_a_worker_killed_2s_into_40_streams_bills_every_delivered_token(
     market, tenant, emulator, gateway
 ):
-    ApiKey.objects.filter(id=tenant.api_key.id).update(monthly_limit_usd=MONTHLY_LIMIT)
+    ApiKey.unscoped_objects.filter(id=tenant.api_key.id).update(monthly_limit_usd=MONTHLY_LIMIT)
     for slug in ("alpha", "bravo", "charlie"):  # 20 tokens/s for 10 s
         emulator.control(slug, output_tokens_per_s=20.0, default_output_tokens=200)
     killed = SubprocessGateway().start()
@@ -159,7 +159,7 @@ def test_a_worker_killed_2s_into_40_streams_bills_every_delivered_token(
     time.sleep(RECONCILE_AFTER_S + 0.2)  # the dead process's last checkpoint ages past the bound
     closed = activity_reconcile(older_than_s=RECONCILE_AFTER_S)
     assert activity_reconcile(older_than_s=RECONCILE_AFTER_S) == 0  # once
-    rows = {row.request_id: row for row in Activity.objects.all()}
+    rows = {row.request_id: row for row in Activity.unscoped_objects.all()}
     assert sum(1 for s in seen if s.done) == SHORT and closed == STREAMS - SHORT
     assert len(rows) == STREAMS and all(s.request_id in rows for s in seen)
     assert not [r for r in rows.values() if r.status == "pending"]

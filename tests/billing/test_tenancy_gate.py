@@ -336,6 +336,7 @@ CROSS_TENANT_MACHINERY = {
     ("billing/ledger.py", "_touch_key"): "the ledger writer (a key's last use)",
     ("billing/ledger.py", "_without_gone_links"): "the ledger writer",
     ("billing/ledger.py", "activity_reconcile"): "the reconciler: every pending row",
+    ("billing/ledger.py", "_close_unfinished"): "the reconciler: closes a batch of pending rows",
     ("billing/rollups.py", "*"): "rollups are built for every organisation at once",
     ("billing/retention.py", "activity_archive"): "retention: pending rows of every org",
     ("billing/retention.py", "_write"): "retention: the attempts of archived rows",

@@ -187,7 +187,7 @@ def test_a_body_the_gateway_cannot_encode_is_a_400_before_any_upstream_call(
     assert_no_mark()
     from billing.models import Activity
 
-    row = Activity.objects.get(request_id=request_id)
+    row = Activity.unscoped_objects.get(request_id=request_id)
     assert (row.status, row.http_status, row.cost_usd) == ("error", 400, 0)
     assert row.attempts.count() == 0  # no attempt counted against any endpoint
 
