@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.conf import settings
 from django.db import DatabaseError
 
+from billing.config import billing_config
 from common.aio import db_call, run_in_background
 
 from .keys import hash_secret, parse_key, secret_matches
@@ -144,7 +144,7 @@ async def _reread(prefix: str) -> None:
     try:
         principal = await db_call(_load)(prefix)
         if forgotten == _forgotten:
-            _store(prefix, time.monotonic() + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
+            _store(prefix, time.monotonic() + billing_config().api_key_cache_ttl_s, principal)
         _unreachable_since.pop(prefix, None)
     except DatabaseError:
         _extend_while_unreachable(prefix)
@@ -161,7 +161,7 @@ def _extend_while_unreachable(prefix: str) -> None:
     now = time.monotonic()
     since = _unreachable_since.setdefault(prefix, now)
     if now - since < STALE_IF_ERROR_S:
-        _cache[prefix] = (now + settings.UBERLLM["API_KEY_CACHE_TTL_S"], hit[1])
+        _cache[prefix] = (now + billing_config().api_key_cache_ttl_s, hit[1])
 
 
 async def _lookup(prefix: str) -> tuple[KeyPrincipal | None, bool]:
@@ -173,7 +173,7 @@ async def _lookup(prefix: str) -> tuple[KeyPrincipal | None, bool]:
     hit = _cache.get(prefix)
     if hit is not None and hit[0] > now:
         _cache[prefix] = _cache.pop(prefix)  # most recently used
-        ttl = settings.UBERLLM["API_KEY_CACHE_TTL_S"]
+        ttl = billing_config().api_key_cache_ttl_s
         if now >= hit[0] - ttl / 2 and prefix not in _refreshing:
             _refreshing[prefix] = run_in_background(_reread(prefix))
         return hit[1], False
@@ -220,7 +220,7 @@ async def _read_and_store(prefix: str) -> KeyPrincipal | None:
         async with _lookup_slots():
             principal = await db_call(_load)(prefix)
         if forgotten == _forgotten:
-            _store(prefix, time.monotonic() + settings.UBERLLM["API_KEY_CACHE_TTL_S"], principal)
+            _store(prefix, time.monotonic() + billing_config().api_key_cache_ttl_s, principal)
         return principal
     finally:
         _loading.pop(prefix, None)

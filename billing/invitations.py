@@ -11,14 +11,15 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from django.conf import settings
 from django.core import signing
+
+from billing.config import billing_config
 
 SALT = "billing.invitation"
 
 
 def max_age() -> timedelta:
-    return timedelta(hours=settings.UBERLLM["INVITATION_MAX_AGE_H"])
+    return timedelta(hours=billing_config().invitation_max_age_h)
 
 
 def secret_hash(secret: str) -> str:

@@ -24,8 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from django.conf import settings
-
+from billing.config import billing_config
 from billing.ledger import CallResult, Checkpoint, LedgerItem, OpenRow, ledger_write
 from common.aio import WRITER_THREAD, BatchWriter, db_call, run_service
 
@@ -77,7 +76,7 @@ ledger_writer: BatchWriter[LedgerItem] = BatchWriter(
     "ledger", _flush, max_items=1_000_000, batch_size=200, retry=True, linger_s=0.05,
     urgent_linger_s=URGENT_LINGER_S,
     # At most one transaction per interval under load, however many calls start.
-    min_interval_s=settings.UBERLLM["LEDGER_FLUSH_INTERVAL_S"],
+    min_interval_s=billing_config().ledger_flush_interval_s,
 )  # fmt: skip
 
 

@@ -25,7 +25,9 @@ from decimal import Decimal
 
 from django.conf import settings
 
+from billing.config import billing_config
 from common.aio import db_call, run_in_background
+from common.config import process_config
 
 from .alerts import spend_alert_raise
 from .money import money
@@ -54,7 +56,7 @@ def store() -> QuotaStore:
     url = settings.REDIS_URL or ""
     if _store is None or _store[0] != url:
         _store = (url, RedisQuota(url) if url else LocalQuota())
-    _store[1].reservation_ttl_s = float(settings.UBERLLM["SPEND_RESERVATION_TTL_S"])
+    _store[1].reservation_ttl_s = billing_config().spend_reservation_ttl_s
     return _store[1]
 
 
@@ -92,7 +94,7 @@ def _period_bounds(period: str, now: datetime) -> tuple[datetime, str, int]:
 def budgets_for(principal, now: datetime | None = None) -> tuple[Budget, ...]:
     """The budgets (with a limit) a call of ``principal`` counts against, now."""
     now = (now or datetime.now(UTC)).astimezone(UTC)
-    prefix = settings.UBERLLM["SHARED_KEY_PREFIX"]
+    prefix = process_config().shared_key_prefix
     found = []
     for scope, period, limit in (
         (f"key:{principal.api_key_id}", "month", principal.monthly_limit_usd),
@@ -127,7 +129,7 @@ def rates_for(principal, now: float | None = None) -> RateLimits | None:
 
 
 def _rate_base(api_key_id: int | None) -> str:
-    return f"{settings.UBERLLM['SHARED_KEY_PREFIX']}:rate:key:{api_key_id}"
+    return f"{process_config().shared_key_prefix}:rate:key:{api_key_id}"
 
 
 def worst_case_usd(routes, prompt_tokens: int, max_tokens: int) -> Decimal:
@@ -146,7 +148,7 @@ def worst_case_usd(routes, prompt_tokens: int, max_tokens: int) -> Decimal:
 
 def reserved_prompt_tokens(estimate: int) -> int:
     """The prompt tokens a reservation counts: the estimate with a safety margin."""
-    return math.ceil(estimate * float(settings.UBERLLM["SPEND_PROMPT_MARGIN"])) + 16
+    return math.ceil(estimate * billing_config().spend_prompt_margin) + 16
 
 
 # --- Admission ---------------------------------------------------------------------------
@@ -304,7 +306,7 @@ def _abandoned_keys(call: dict) -> list[str]:
     """SETTLE_HELD_LUA's keys for a ledger row: every budget its call may have reserved
     against (the key's and the organisation's, month and day of its creation), then the
     key's in-flight set."""
-    prefix = settings.UBERLLM["SHARED_KEY_PREFIX"]
+    prefix = process_config().shared_key_prefix
     created = call["created_at"].astimezone(UTC)
     scopes = [f"org:{call['organisation_id']}"]
     if call["api_key_id"] is not None:

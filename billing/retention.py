@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import Min, Q
 
+from billing.config import billing_config
 from common.metrics import observe_pruned
 
 from .models import Activity, Attempt, Organisation, UsageRollupState
@@ -128,8 +128,8 @@ def activity_archive_expired(*, max_rows: int | None = None) -> ArchiveResult:
     """``activity_archive`` with the settings (``ACTIVITY_RETENTION_DAYS``, 0 = keep
     forever; ``ACTIVITY_ARCHIVE_DIR``): what the beat task runs."""
     return activity_archive(
-        retention_days=settings.UBERLLM["ACTIVITY_RETENTION_DAYS"],
-        directory=Path(settings.UBERLLM["ACTIVITY_ARCHIVE_DIR"]),
+        retention_days=billing_config().activity_retention_days,
+        directory=billing_config().activity_archive_dir,
         max_rows=max_rows,
     )
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, Count, F, IntegerField, Min, Q, Sum, When
 from django.db.models.functions import Coalesce
+
+from billing.config import billing_config
 
 from .models import Activity, TtftDaily, UsageDaily, UsageDayTotal, UsageRollupState
 
@@ -303,7 +304,7 @@ def rollup_months_through() -> date | None:
 def last_final_day(now: datetime | None = None) -> date:
     """The last UTC day no row of which can still change."""
     now = now or datetime.now(UTC)
-    settle = timedelta(seconds=settings.UBERLLM["RECONCILE_AFTER_S"]) + SETTLE_MARGIN
+    settle = timedelta(seconds=billing_config().reconcile_after_s) + SETTLE_MARGIN
     return (now - settle).astimezone(UTC).date() - timedelta(days=1)
 
 
@@ -344,7 +345,7 @@ def _in_flight(day: date, now: datetime) -> bool:
     """Whether a call of ``day`` is still running: its row pending, with a heartbeat
     the reconciler would not call dead yet (the partial index on pending rows)."""
     start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
-    alive = now - timedelta(seconds=settings.UBERLLM["RECONCILE_AFTER_S"])
+    alive = now - timedelta(seconds=billing_config().reconcile_after_s)
     return Activity.unscoped_objects.filter(
         status=Activity.Status.PENDING,
         created_at__gte=start,

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from billing.config import billing_config
+
 from .alerts import SPEND_ALERT_DELIVER_TASK, spend_alert_deliver
 
 
 @shared_task(name="billing.activity_reconcile")
 def activity_reconcile_task() -> int:
     """Close Activity rows left pending by a crashed process (idempotent)."""
-    from django.conf import settings
 
     from .ledger import activity_reconcile
 
-    return activity_reconcile(older_than_s=settings.UBERLLM["RECONCILE_AFTER_S"])
+    return activity_reconcile(older_than_s=billing_config().reconcile_after_s)
 
 
 @shared_task(name=SPEND_ALERT_DELIVER_TASK)

@@ -9,6 +9,7 @@ so a config built from it is rebuilt after one (a test's ``monkeypatch.setitem``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -62,3 +63,37 @@ def settings_config(build: Callable[[Mapping[str, Any]], T]) -> Callable[[], T]:
 
     read.__doc__ = build.__doc__
     return read
+
+
+def set_knob(name: str, value: Any) -> None:
+    """Change one knob at run time (the lab's commands: the emulator on loopback)."""
+    settings.UBERLLM[name] = value
+
+
+def knob(name: str, default: Any = None) -> Any:
+    """One knob's current value, for a tool that restores what it changed (the lab)."""
+    return settings.UBERLLM.get(name, default)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessConfig:
+    """The basement's and the process's knobs."""
+
+    shared_key_prefix: str = "ullm"  # Redis keys and channels of this deployment
+    tracing: str = "off"  # off, console or otlp
+    metrics_token: str = ""  # a scraper's bearer token; empty: /metrics is a 404
+    gc_thresholds: tuple[int, ...] = ()  # empty: Python's defaults
+    drain_background_timeout_s: float = 30.0
+
+    @classmethod
+    def from_settings(cls, conf: Mapping[str, Any]) -> ProcessConfig:
+        return cls(
+            shared_key_prefix=str(conf.get("SHARED_KEY_PREFIX", "ullm")),
+            tracing=str(conf.get("TRACING", "off") or "off"),
+            metrics_token=str(conf.get("METRICS_TOKEN", "") or ""),
+            gc_thresholds=tuple(conf.get("GC_THRESHOLDS") or ()),
+            drain_background_timeout_s=float(conf.get("DRAIN_BACKGROUND_TIMEOUT_S", 30.0)),
+        )
+
+
+process_config = settings_config(ProcessConfig.from_settings)

@@ -28,6 +28,8 @@ import orjson
 from django.conf import settings
 from django.db import transaction
 
+from .config import process_config
+
 logger = logging.getLogger(__name__)
 
 API_KEY_CHANGED = "api_key.changed"  # payload: prefix, api_key_id (revoked, limit changed)
@@ -46,7 +48,7 @@ _listening = threading.Event()  # set while subscribed (tests wait on it)
 
 
 def channel() -> str:
-    return f"{settings.UBERLLM['SHARED_KEY_PREFIX']}:events"
+    return f"{process_config().shared_key_prefix}:events"
 
 
 def register(topic: str, handler: Handler) -> None:

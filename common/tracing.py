@@ -16,9 +16,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from django.conf import settings
-
 from common.logs import current_generation_id
+
+from .config import process_config
 
 SERVICE_NAME = "uberllm-gateway"
 _tracer = None  # set by configure_tracing; None while tracing is off
@@ -29,7 +29,7 @@ def configure_tracing(mode: str | None = None, exporter: Any = None) -> bool:
     ``exporter`` replaces the mode's, e.g. an in-memory one in tests). Returns whether
     tracing is on."""
     global _tracer
-    mode = mode or settings.UBERLLM.get("TRACING", "off")
+    mode = mode or process_config().tracing
     if mode == "off" and exporter is None:
         _tracer = None
         return False

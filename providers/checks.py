@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
+
+from providers.config import providers_config
 
 from .credentials import _fernet, credential_keys_configured
 
@@ -24,7 +25,7 @@ def credential_keys_check(app_configs=None, **kwargs) -> list:
         _fernet()
     except ImproperlyConfigured as exc:
         return [Error(str(exc), id="providers.E001")]
-    if settings.UBERLLM.get("ALLOW_PRIVATE_UPSTREAMS"):
+    if providers_config().allow_private_upstreams:
         return [
             Warning(
                 "UBERLLM_ALLOW_PRIVATE_UPSTREAMS is on: upstreams may be internal addresses.",

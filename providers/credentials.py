@@ -36,6 +36,8 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 
+from providers.config import providers_config
+
 
 class Credentialed(Protocol):
     """What this module reads of an endpoint (providers.models.Endpoint, or a copy)."""
@@ -95,11 +97,11 @@ def _multi_fernet(keys: tuple[str, ...], dev_key: bytes) -> MultiFernet:
 
 
 def credential_keys_configured() -> bool:
-    return any(key.strip() for key in settings.UBERLLM.get("CREDENTIAL_KEYS") or ())
+    return any(key.strip() for key in providers_config().credential_keys)
 
 
 def _fernet() -> MultiFernet:
-    keys = tuple(settings.UBERLLM.get("CREDENTIAL_KEYS") or ())
+    keys = tuple(providers_config().credential_keys)
     return _multi_fernet(keys, b"" if credential_keys_configured() else _derived_dev_key())
 
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import httpx
 import orjson
-from django.conf import settings
 from django.core.exceptions import ValidationError
+
+from providers.config import providers_config
 
 from . import protocols
 from .credentials import authorization_for
@@ -72,10 +73,8 @@ def _first_token_ms(response: httpx.Response, started: float) -> tuple[int | Non
 
 
 def _timeout() -> httpx.Timeout:
-    conf = settings.UBERLLM
-    return httpx.Timeout(
-        conf["UPSTREAM_CONNECT_TIMEOUT_S"], read=min(conf["PROBE_TIMEOUT_S"], 60.0)
-    )
+    conf = providers_config()
+    return httpx.Timeout(conf.upstream_connect_timeout_s, read=min(conf.probe_timeout_s, 60.0))
 
 
 def endpoint_check(*, endpoint: Endpoint) -> EndpointCheck:

@@ -24,7 +24,8 @@ from typing import Any
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
-from django.conf import settings
+
+from providers.config import providers_config
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -117,7 +118,7 @@ def is_blocked_hostname(host: str) -> bool:
 
 
 def private_upstreams_allowed() -> bool:
-    return bool(settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"])
+    return providers_config().allow_private_upstreams
 
 
 def check_address(ip: str | IPAddress, *, allow_private: bool) -> None:

@@ -24,7 +24,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import aiohttp
-from django.conf import settings
+
+from providers.config import providers_config
+from providers.netguard import guarded_connector
 
 from . import protocols
 from .redact import redact
@@ -61,21 +63,19 @@ class UpstreamCall:
 
 
 def _new_session() -> aiohttp.ClientSession:
-    from providers.netguard import guarded_connector
-
-    conf = settings.UBERLLM
+    conf = providers_config()
     # Every resolved address and every socket opened is checked against the egress rules
     # (DNS rebinding, IP-literal URLs): providers/netguard.py, docs/security.md.
     connector = guarded_connector(
-        limit=conf["UPSTREAM_MAX_CONNECTIONS"], limit_per_host=0, ttl_dns_cache=60,
+        limit=conf.upstream_max_connections, limit_per_host=0, ttl_dns_cache=60,
         enable_cleanup_closed=False,
         # Below the usual servers' keep-alive (uvicorn 5 s): an idle pooled connection is
         # dropped here before the provider drops it under a new request.
         keepalive_timeout=KEEPALIVE_S,
     )  # fmt: skip
-    read = max(conf["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"], conf["UPSTREAM_IDLE_TIMEOUT_S"])
+    read = max(conf.upstream_first_token_timeout_s, conf.upstream_idle_timeout_s)
     timeout = aiohttp.ClientTimeout(
-        total=None, sock_connect=conf["UPSTREAM_CONNECT_TIMEOUT_S"], sock_read=read
+        total=None, sock_connect=conf.upstream_connect_timeout_s, sock_read=read
     )
     # No cookie jar: a provider's Set-Cookie must not follow one tenant's call into the
     # next one's (and filtering and storing cookies cost every request a little).

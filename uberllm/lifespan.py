@@ -12,10 +12,9 @@ import asyncio
 import gc
 import logging
 
-from django.conf import settings
-
 from common import events
 from common.aio import drain_background
+from common.config import process_config
 from common.tracing import configure_tracing
 
 logger = logging.getLogger(__name__)
@@ -42,14 +41,14 @@ def freeze_startup_objects() -> None:
     thousands (docs/benchmarks.md, round 20)."""
     gc.collect()
     gc.freeze()
-    thresholds = settings.UBERLLM.get("GC_THRESHOLDS")
+    thresholds = process_config().gc_thresholds
     if thresholds:
         gc.set_threshold(*thresholds)
 
 
 async def _shutdown() -> None:
 
-    timeout = settings.UBERLLM.get("DRAIN_BACKGROUND_TIMEOUT_S", 30.0)
+    timeout = process_config().drain_background_timeout_s
     try:
         async with asyncio.timeout(timeout):
             # Shielded: at the timeout the writes are left running, not cancelled (they

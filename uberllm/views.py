@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hmac
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from common import metrics as metrics_module
+from common.config import process_config
 
 from . import health
 
@@ -36,7 +36,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     Without a configured token the endpoint does not exist (404): metrics are never
     public by accident. A wrong or missing token is answered 401.
     """
-    token = settings.UBERLLM.get("METRICS_TOKEN", "")
+    token = process_config().metrics_token
     if not token:
         return _not_found()
     given = request.headers.get("Authorization", "")

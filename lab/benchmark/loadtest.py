@@ -37,6 +37,8 @@ import orjson
 from django.conf import settings
 from django.utils import timezone
 
+from common.config import set_knob
+
 from . import figures, rows
 from .faultclient import Cut, Reply, connect, encode_request, exchange, request
 from .run import EMULATOR_PROFILE, free_port, spawn, stop_process, wait_ready
@@ -367,7 +369,7 @@ def seed_catalog(emulator_url: str) -> None:
 
     ensure_database(settings.DATABASES["default"])
     call_command("migrate", interactive=False, verbosity=0)
-    settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True  # the emulator is on loopback
+    set_knob("ALLOW_PRIVATE_UPSTREAMS", True)  # the emulator is on loopback
     catalog_import(data=catalog(emulator_url))
 
 

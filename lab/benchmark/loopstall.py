@@ -14,8 +14,8 @@ import asyncio
 import time
 
 import orjson
-from django.conf import settings
 
+from common.config import knob, set_knob
 from routing.gateway.accept import measure_prompt
 from routing.gateway.big import per_message_work
 from routing.request import parse_chat_request
@@ -52,18 +52,17 @@ async def _one(body: bytes) -> tuple[float, float]:
 
 def measure(message_counts: list[int]) -> list[dict]:
     rows = []
-    conf = settings.UBERLLM
-    default = conf["OFF_LOOP_BODY_BYTES"]
+    default = knob("OFF_LOOP_BODY_BYTES")
     try:
         for count in message_counts:
             body = body_of(count)
             row = {"messages": count, "mb": len(body) / 1e6}
             for mode, limit in (("inline", 10**12), ("thread", 0)):
-                conf["OFF_LOOP_BODY_BYTES"] = limit
+                set_knob("OFF_LOOP_BODY_BYTES", limit)
                 row[mode] = asyncio.run(_one(body))
             rows.append(row)
     finally:
-        conf["OFF_LOOP_BODY_BYTES"] = default
+        set_knob("OFF_LOOP_BODY_BYTES", default)
     return rows
 
 

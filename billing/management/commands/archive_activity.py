@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from billing.config import billing_config
 from billing.retention import activity_archive
 
 
@@ -20,8 +20,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--retention-days", type=int,
-                            default=settings.UBERLLM["ACTIVITY_RETENTION_DAYS"])  # fmt: skip
-        parser.add_argument("--directory", default=settings.UBERLLM["ACTIVITY_ARCHIVE_DIR"])
+                            default=billing_config().activity_retention_days)  # fmt: skip
+        parser.add_argument("--directory", default=str(billing_config().activity_archive_dir))
         parser.add_argument("--batch", type=int, default=5000, help="ids per delete")
         parser.add_argument("--max-rows", type=int, default=None)
         parser.add_argument("--dry-run", action="store_true")

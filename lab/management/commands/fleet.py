@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from common.config import set_knob
 from lab.fleet import Fleet, FleetConfig
 
 EMULATOR_PROFILES = "providers/fixtures/emulator_demo.json"
@@ -40,7 +41,7 @@ class Command(BaseCommand):
                 "a fleet shares PostgreSQL and Redis: set DATABASE_URL and REDIS_URL"
             )
         call_command("migrate", verbosity=0)
-        settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True
+        set_knob("ALLOW_PRIVATE_UPSTREAMS", True)
         emulator_url = f"http://127.0.0.1:{options['emulator_port']}"
         call_command("seed_demo", emulator_url=emulator_url)
         # SIGTERM (a supervisor, `timeout`) stops the fleet like Ctrl-C: the processes run

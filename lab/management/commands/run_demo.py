@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from billing.management.commands.seed_demo import seed_demo, summary_lines
+from common.config import set_knob
 
 EMULATOR_PROFILES = "providers/fixtures/emulator_demo.json"
 DEMO_PASSWORD, OPERATOR_PASSWORD = "demo-password", "operator-password"
@@ -81,7 +82,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         os.environ["UBERLLM_ALLOW_PRIVATE_UPSTREAMS"] = "true"
-        settings.UBERLLM["ALLOW_PRIVATE_UPSTREAMS"] = True
+        set_knob("ALLOW_PRIVATE_UPSTREAMS", True)
         emulator_url = f"http://127.0.0.1:{options['emulator_port']}"
         base_url = f"http://127.0.0.1:{options['port']}"
         key = seed_demo(emulator_url=emulator_url, password=DEMO_PASSWORD,
