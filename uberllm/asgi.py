@@ -20,6 +20,7 @@ django_asgi_app = get_asgi_application()
 
 from routing.gateway.asgi import chat_app  # noqa: E402 - needs the app registry
 from routing.gateway.messages import messages_app  # noqa: E402 - Anthropic Messages API
+from routing.gateway.responses import responses_app  # noqa: E402 - OpenAI Responses API
 
 CHAT_PATH = "/api/v1/chat/completions"
 
@@ -27,6 +28,7 @@ http_routes = URLRouter(
     [
         re_path(r"^(?:api/)?v1/chat/completions/?$", chat_app),
         re_path(r"^(?:api/)?v1/messages(?:/count_tokens)?/?$", messages_app),
+        re_path(r"^(?:api/)?v1/responses/?$", responses_app),
         re_path(r"", django_asgi_app),
     ]
 )
