@@ -148,6 +148,9 @@ def test_max_output_tokens_is_incomplete(client):
         ({"tools": [{"type": "function", "name": "bad name"}]}, "tools[0].name"),
         ({"max_output_tokens": 0}, "max_output_tokens"),
         ({"reasoning": {"effort": "huge"}}, "reasoning.effort"),
+        ({"input": [{"type": ["message"]}]}, "input[0].type"),
+        ({"input": [{"role": "user", "content": [{"type": {}}]}]}, "input[0].content[0].type"),
+        ({"temperature": "hot"}, "temperature"),
     ],
 )
 def test_bad_requests_are_openai_shaped_400s(client, extra, param):
@@ -156,6 +159,21 @@ def test_bad_requests_are_openai_shaped_400s(client, extra, param):
     error = caught.value.body
     assert caught.value.status_code == 400
     assert error["param"] == param and error["type"] == "invalid_request_error"
+
+
+def test_a_stream_cut_after_tokens_is_response_failed(gateway, tenant, emulator):
+    emulator.control("alpha", fail_after_tokens=3, default_output_tokens=20)
+    body = {"model": TEST_MODEL, "input": "Say hello.", "stream": True}
+    headers = {"Authorization": f"Bearer {tenant.key}"}
+    reply = httpx.post(f"{gateway.api_url}/responses", json=body, headers=headers, timeout=10)
+    assert reply.status_code == 200
+    events = [orjson.loads(line[6:]) for line in reply.text.splitlines() if line[:6] == "data: "]
+    kinds = [event["type"] for event in events]
+    assert kinds[-2:] == ["response.output_item.done", "response.failed"]
+    assert "response.completed" not in kinds
+    failed = events[-1]["response"]
+    assert failed["status"] == "failed" and failed["error"]["message"]
+    assert wait_finished(failed["id"]).status == "error"
 
 
 def test_previous_response_id_says_why(client):

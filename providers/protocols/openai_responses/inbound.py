@@ -92,7 +92,7 @@ def content_parts(content: Any, param: str) -> list[dict[str, Any]]:
     for index, part in enumerate(content):
         where = f"{param}[{index}]"
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind not in _PARTS:
+        if not isinstance(kind, str) or kind not in _PARTS:
             raise bad(f"{where}.type must be one of {', '.join(_PARTS)}.", f"{where}.type")
         parts.append(_PARTS[kind](part, where))
     return parts
@@ -171,6 +171,8 @@ def _input(history: History, items: Any) -> None:
         if not isinstance(item, dict):
             raise bad(f"{param} must be an object.", param)
         kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise bad(f"{param}.type must be a string.", f"{param}.type")
         if kind == "item_reference":
             raise bad(f"{param}: item_reference is not supported. {STATELESS}", f"{param}.type")
         if kind in _ITEMS:
