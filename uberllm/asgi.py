@@ -34,13 +34,15 @@ http_routes = URLRouter(
 )
 
 from billing.routing import websocket_urlpatterns  # noqa: E402  (needs Django set up)
+from common.cors import ApiCors  # noqa: E402
 from uberllm.lifespan import lifespan  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # Startup: the change listener, tracing; shutdown: drain the ledger writes.
         "lifespan": lifespan,
-        "http": http_routes,
+        # CORS on the API's paths (common/cors.py): a browser page may call it with a key.
+        "http": ApiCors(http_routes),
         # Live Activity updates (billing/consumers.py): session-authenticated, same origin.
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
