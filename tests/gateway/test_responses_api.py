@@ -230,3 +230,11 @@ def _message(role: str, text: str) -> dict:
         "role": role,
         "content": [{"type": "input_text", "text": text}],
     }
+
+
+def test_no_stored_response_to_retrieve(gateway, tenant):
+    headers = {"Authorization": f"Bearer {tenant.key}"}
+    reply = httpx.get(f"{gateway.api_url}/responses/gen-123", headers=headers)
+    assert reply.status_code == 404 and reply.json()["error"]["message"]
+    wrong_method = httpx.get(f"{gateway.base_url}/v1/responses", headers=headers)
+    assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
