@@ -84,8 +84,11 @@ def test_codex_completes_a_turn(gateway, tenant, emulator, tmp_path):
 
 def test_codex_tool_round_trip(gateway, tenant, emulator, tmp_path):
     events = run_codex(gateway, tenant.key, "Run exec_command to list the files", tmp_path)
-    kinds = [e["item"]["type"] for e in events if e.get("type") == "item.completed"]
-    assert "command_execution" in kinds, events
+    items = [e["item"] for e in events if e.get("type") == "item.completed"]
+    (command,) = [item for item in items if item["type"] == "command_execution"]
+    # The emulator's call: exec_command with its schema's placeholder, run by Codex (here
+    # "command not found"), whose output went back in the second request.
+    assert command["command"].endswith("emulator"), command
     assert _agent_text(events).startswith("lorem")
     calls = [r for r in emulator.log() if r["status"] == "completed"]
     assert len(calls) == 2  # the tool call, then the answer
