@@ -78,7 +78,8 @@ simulate: deps
 ## and Claude Code itself (npm i -g @anthropic-ai/claude-code; skipped if absent).
 agents-check: dev-deps
 	$(PY) -m pytest -q tests/gateway/test_claude_code.py tests/gateway/test_messages_api.py \
-		tests/gateway/test_reasoning_tools.py
+		tests/gateway/test_reasoning_tools.py tests/gateway/test_codex_cli.py \
+		tests/gateway/test_responses_api.py
 
 clean:
 	rm -rf $(VENV) .venv-bench var staticfiles .pytest_cache .ruff_cache

@@ -186,6 +186,37 @@ MESSAGE_REPLY = {
         "usage": {"type": "object"},
     },
 }
+RESPONSES_REQUEST = {
+    "type": "object",
+    "required": ["model", "input"],
+    "description": "OpenAI Responses, stateless (docs/api.md), on the catalog's upstreams.",
+    "properties": {
+        "model": {"type": "string", "minLength": 1},
+        "input": {
+            "oneOf": [
+                {"type": "string"},
+                {"type": "array", "minItems": 1, "items": {"type": "object"}},
+            ]
+        },
+        "instructions": {"type": "string"},
+        "stream": {"type": "boolean"},
+        "tools": {"type": "array", "items": {"type": "object"}},
+        "max_output_tokens": {"type": "integer", "minimum": 1},
+        "store": {"type": "boolean"},
+    },
+}
+RESPONSE = {
+    "type": "object",
+    "required": ["id", "object", "status", "output"],
+    "properties": {
+        "id": {"type": "string"},
+        "object": {"type": "string", "enum": ["response"]},
+        "status": {"type": "string"},
+        "model": {"type": "string"},
+        "output": {"type": "array", "items": {"type": "object"}},
+        "usage": {"type": "object", "nullable": True},
+    },
+}
 ENDPOINT = {
     "type": "object",
     "properties": {
@@ -236,6 +267,8 @@ SCHEMAS = {
     "ChatCompletionRequest": CHAT_REQUEST,
     "ChatCompletion": CHAT_COMPLETION,
     "MessagesRequest": MESSAGES_REQUEST,
+    "ResponsesRequest": RESPONSES_REQUEST,
+    "Response": RESPONSE,
     "Message": MESSAGE_REPLY,
     "Model": MODEL,
 }  # fmt: skip
@@ -283,6 +316,10 @@ LEAN_PATHS = {
     "/api/v1/chat/completions": _post(
         "chat_completions_create", "Chat completion (OpenAI)", "ChatCompletionRequest",
         {"$ref": "#/components/schemas/ChatCompletion"}, _CHAT_ERRORS,
+    ),
+    "/api/v1/responses": _post(
+        "responses_create", "Response (OpenAI Responses API)", "ResponsesRequest",
+        {"$ref": "#/components/schemas/Response"}, _CHAT_ERRORS,
     ),
     "/api/v1/messages": _post(
         "messages_create", "Message (Anthropic)", "MessagesRequest",

@@ -283,6 +283,12 @@ UBERLLM = SettingsDict(
         # 1); deeper is a 400 naming the field. Keep it well under 254: the upstream encoder
         # (orjson) refuses more, and the protocol translations add a few levels.
         "MAX_JSON_DEPTH": env.int("UBERLLM_MAX_JSON_DEPTH", default=128),
+        # CORS for the API (/api/ and /v1/, never the dashboard): the origins whose pages
+        # may call it from a browser; "*" is any origin (API keys are bearer tokens, never
+        # cookies, and no credentials are allowed), an empty list turns CORS off.
+        "CORS_ALLOWED_ORIGINS": env.list("UBERLLM_CORS_ALLOWED_ORIGINS", default=["*"]),
+        # How long a browser may cache a preflight's answer (Chromium caps it at 7200 s).
+        "CORS_MAX_AGE_S": env.int("UBERLLM_CORS_MAX_AGE_S", default=7200),
         # A chat body larger than this does its per-message work (validation, token estimate,
         # prefix hashes) in a worker thread, so the event loop keeps relaying other streams.
         "OFF_LOOP_BODY_BYTES": env.int("UBERLLM_OFF_LOOP_BODY_BYTES", default=64 * 1024),

@@ -9,6 +9,8 @@
   neutral (OpenAI chat) request and neutral events -> Messages SSE / a Message (the
   ``/v1/messages`` API); and for ``anthropic_messages`` upstreams the neutral request
   -> a Messages request and their SSE -> OpenAI chunks (``UpstreamReader``).
+- ``openai_responses``: OpenAI Responses, client side only: a client's request -> the
+  neutral body, neutral events -> Responses SSE / a Response (the ``/v1/responses`` API).
 
 The functions below are all the upstream client (``providers.upstream``) and the
 catalog know of an upstream's protocol: its path, headers, request body and the

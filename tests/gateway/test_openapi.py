@@ -22,6 +22,7 @@ def test_schema_lists_every_public_path(gateway):
     assert schema["openapi"].startswith("3.")
     assert {
         "/api/v1/chat/completions", "/api/v1/messages", "/api/v1/messages/count_tokens",
+        "/api/v1/responses",
         "/api/v1/models", "/api/v1/models/{slug}", "/api/v1/models/{slug}/endpoints",
         "/api/v1/generation", "/api/v1/activity",
     } <= set(schema["paths"])  # fmt: skip
