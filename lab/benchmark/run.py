@@ -176,17 +176,27 @@ class Bench:
         self.procs[name] = proc
         return proc
 
+    def _module(self, name: str) -> str:
+        """``name`` as the checkout in ``base_dir`` spells it: before the lab moved out of
+        the product's rooms (issue 41), the emulator was ``providers.emulator`` and the
+        benchmarks ``routing.benchmark`` (so ``bench_ab`` pairs against older commits)."""
+        if (self.base_dir / "lab").is_dir():
+            return name
+        old = {"lab.emulator": "providers.emulator", "lab.benchmark": "routing.benchmark"}
+        head = next((k for k in old if name == k or name.startswith(k + ".")), None)
+        return name if head is None else old[head] + name[len(head) :]
+
     def start(self) -> None:
         py = sys.executable
         profile = self.work / "emulator.json"
         profile.write_text(json.dumps(EMULATOR_PROFILE, indent=1))
         self.ports = {name: free_port() for name in (DIRECT, UBERLLM, LITELLM)}
-        emu = self._spawn("emulator", [py, "-m", "lab.emulator", "--profiles",
+        emu = self._spawn("emulator", [py, "-m", self._module("lab.emulator"), "--profiles",
                           str(profile), "--port", str(self.ports[DIRECT])])  # fmt: skip
         wait_ready(f"{self.emulator_url}/_health", emu, 30, "emulator")
         self.o.log("seeding the bench database (migrate, catalog, key) ...")
         seeded = subprocess.run(
-            [py, "-m", "lab.benchmark.seed", "--emulator-url", self.emulator_url],
+            [py, "-m", self._module("lab.benchmark.seed"), "--emulator-url", self.emulator_url],
             cwd=self.base_dir, env=self.env, capture_output=True, text=True, check=False,
         )  # fmt: skip
         if seeded.returncode != 0:
@@ -268,7 +278,7 @@ class Bench:
     def cell(self, name: str, concurrency: int, body: dict | None = None) -> dict:
         url, headers, pid = self.target(name)
         body = body or REQUEST
-        argv = [sys.executable, "-m", "lab.benchmark.loadgen", "--url", url,
+        argv = [sys.executable, "-m", self._module("lab.benchmark.loadgen"), "--url", url,
                 "--body", json.dumps(body), "-c", str(concurrency),
                 "--warmup", str(self.o.warmup), "--duration", str(self.duration(concurrency)),
                 "--watch", f"emulator={self.procs['emulator'].pid}"]  # fmt: skip
