@@ -1,6 +1,5 @@
 from decimal import Decimal
 
-from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
@@ -12,6 +11,7 @@ from billing.templatetags.dashboard import usd
 from providers.admin import EndpointAdmin
 from providers.models import Endpoint
 
+from .config import live_config
 from .health import endpoint_health, probe_spend_per_day, probe_spend_today
 from .models import HedgeBudgetDay, ProbeResult, SpeedSample
 
@@ -68,7 +68,7 @@ class ProbeResultAdmin(ReadOnlyAdmin):
             "rows": rows,
             "total": sum((row["cost"] for row in rows), Decimal(0)),
             "probes": sum(row["probes"] for row in rows),
-            "budget": Decimal(str(settings.UBERLLM.get("PROBE_DAILY_BUDGET_USD", 0) or 0)),
+            "budget": Decimal(str(live_config().probe_daily_budget_usd)),
             "today": probe_spend_today(),
         }
         return TemplateResponse(request, "admin/routing/proberesult/spend.html", context)

@@ -11,12 +11,12 @@ import time
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
-from django.conf import settings
 from django.db.models import F
 
 from common.aio import db_call
 
-from .core.budget import HEDGE_BUDGET_BURST_S, paced_allowance_usd
+from .config import gateway_config
+from .core.budget import paced_allowance_usd
 from .models import NANO, HedgeBudgetDay
 
 
@@ -29,12 +29,20 @@ def utc_today() -> date:
     return datetime.now(UTC).date()
 
 
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
+def day_number(day: date) -> int:
+    """``day`` as the core's day number (``routing.core.budget.budget_day``)."""
+    return day.toordinal() - _EPOCH_ORDINAL
+
+
 def paced_allowance(budget: Decimal, day: date, now: float | None = None) -> Decimal:
     """What ``day``'s spend may reach at ``now`` (Unix s, default: now), as
     ``routing.core.budget.paced_allowance_usd``: the budget accrues over the UTC day plus
     ``HEDGE_BUDGET_BURST_S`` seconds' worth at 00:00 (default one hour; a day or more:
     not paced). Another day than ``now``'s: the whole budget."""
-    burst = settings.UBERLLM.get("HEDGE_BUDGET_BURST_S", HEDGE_BUDGET_BURST_S)
+    burst = gateway_config().hedge_budget_burst_s
     now = time.time() if now is None else now
     if day != datetime.fromtimestamp(now, UTC).date():
         return budget
@@ -43,7 +51,7 @@ def paced_allowance(budget: Decimal, day: date, now: float | None = None) -> Dec
 
 def hedge_budget_open_day(day: date | None = None) -> HedgeBudgetDay:
     """The day's row, created with the configured budget if it does not exist yet."""
-    budget = nano(Decimal(str(settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"])))
+    budget = nano(Decimal(str(gateway_config().hedge_budget_usd_per_day)))
     row, _ = HedgeBudgetDay.objects.get_or_create(
         day=day or utc_today(), defaults={"budget_nanousd": budget}
     )
@@ -78,7 +86,7 @@ def hedge_budget_remaining(day: date | None = None) -> Decimal:
 
 
 async def hedge_budget_reserve(amount: Decimal) -> bool:
-    if settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"] <= 0:
+    if not gateway_config().hedging:
         return False
     return await db_call(hedge_budget_try_reserve)(amount)
 
@@ -92,5 +100,6 @@ def hedge_budget_left_usd(day: date | None = None) -> Decimal:
     day = day or utc_today()
     row = HedgeBudgetDay.objects.filter(day=day).first()
     if row is None:
-        return paced_allowance(Decimal(str(settings.UBERLLM["HEDGE_DAILY_BUDGET_USD"])), day)
+        budget = Decimal(str(gateway_config().hedge_budget_usd_per_day))
+        return paced_allowance(budget, day)
     return max(Decimal(0), paced_allowance(row.budget_usd, row.day) - row.spent_usd)

@@ -12,13 +12,12 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.conf import settings
-
 from common.aio import db_call, run_in_background
 from providers.credentials import authorization_for
 from providers.models import Endpoint
 from providers.protocols import upstream_path
 
+from .config import live_config
 from .core.types import EndpointInfo, ModelInfo
 
 PRICE_FIELDS = ("input", "cache_read", "cache_write", "output")
@@ -164,7 +163,7 @@ class CatalogCache:
             return False
         before = self._snapshot
         try:
-            async with asyncio.timeout(settings.UBERLLM["CATALOG_RELOAD_WAIT_S"]):
+            async with asyncio.timeout(live_config().catalog_reload_wait_s):
                 while self._expires <= asked and await asyncio.shield(self._start_reload()):
                     pass  # a reload that started before ``asked - TTL``: one more
         except TimeoutError:
@@ -180,7 +179,7 @@ class CatalogCache:
 
     async def _load(self) -> bool:
         """Read the catalog; False if the database failed (after a first success)."""
-        ttl = settings.UBERLLM["CATALOG_CACHE_TTL_S"]
+        ttl = live_config().catalog_cache_ttl_s
         started = time.monotonic()
         try:
             self._snapshot = await db_call(load_catalog)()

@@ -16,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from asgiref.sync import async_to_sync
-from django.conf import settings
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -24,6 +23,7 @@ from django.utils import timezone
 from billing.models import Attempt
 from billing.selectors import PROMPT_BUCKETS, percentile
 
+from .config import gateway_config
 from .core.types import bucket_for
 from .models import ProbeResult, SpeedSample
 from .shared import key, shared_kv
@@ -34,13 +34,13 @@ LAST_PROBES = 12
 
 def speed_by_bucket(endpoint_id: int) -> list[dict]:
     """One row per bucket: p50, p90, samples, probes (None where no sample)."""
-    conf = settings.UBERLLM
-    since = timezone.now() - timedelta(seconds=conf["SPEED_MAX_AGE_S"])
+    config = gateway_config()
+    since = timezone.now() - timedelta(seconds=config.speed_max_age_s)
     rows = []
     for bucket in PROMPT_BUCKETS:
         newest = SpeedSample.objects.filter(
             endpoint_id=endpoint_id, bucket=bucket, created_at__gte=since
-        ).order_by("-id")[: conf["SPEED_WINDOW_SIZE"]]
+        ).order_by("-id")[: config.speed_window_size]
         values, probes = [], 0
         for ttft_ms, is_probe, restarts in newest.values_list(
             "ttft_ms", "is_probe", "restarts_window"

@@ -9,6 +9,11 @@ The shared truth lives in PostgreSQL (speed samples, the hedge budget row) and R
 - this process's own lessons apply to its copy at once (``routing.outbox`` writes them
   to the shared stores in the background).
 
+The copy is the routing core's ``RoutingKnowledge`` (``memory.knowledge``, one per
+process, without a speed book of its own: the refresher sets its ``shared_speed``,
+merges the marks into ``marks`` and the prefix log into ``prefixes``); the core's
+``SmartRouter`` reads and teaches it (routing/gateway/router.py, accept.py).
+
 A chat request never awaits a shared store before its upstream call. When a store is
 down the refresher logs, backs off and keeps the last snapshot: routing degrades to
 slightly stale knowledge, calls keep being served, and the backlog is written once the
@@ -20,38 +25,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import F, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from common.aio import db_call, run_service
 
-from .core.capacity import ConcurrencyCaps
-from .core.marks import Reliability, unusable_window
-from .core.prefix import PrefixHashes, prefixes_to_check
+from .config import gateway_config, live_config
+from .core.knowledge import RoutingKnowledge
 from .core.speed import SpeedBook, SpeedSummary, speed_bucket, summarise
 from .core.speed import SpeedSample as CoreSample
 from .core.speed import SpeedSample as TimedSample
-from .core.tokens import OutputEstimator, OutputLengths, TokenEstimator
 from .models import SpeedSample
 from .shared import key, shared_kv
 
 logger = logging.getLogger(__name__)
 KEEP_WARM_S = 10.0  # refresh while requests came within this long
-MAX_PREFIXES = 200_000  # remembered (prefix hash) entries kept per process
-STALE_AFTER_S = 600.0  # speed data with no sample for this long is explored (R2.6)
 
 
 def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
     """The newest ``SPEED_WINDOW_SIZE`` samples per (endpoint, bucket, cached or not),
     summarised with each window's newest sample time (stale data is explored)."""
-    conf = settings.UBERLLM
-    since = timezone.now() - timedelta(seconds=conf["SPEED_MAX_AGE_S"])
+    config = gateway_config()
+    since = timezone.now() - timedelta(seconds=config.speed_max_age_s)
     ranked = SpeedSample.objects.filter(created_at__gte=since)
     if endpoint_ids is not None:
         ranked = ranked.filter(endpoint_id__in=endpoint_ids)
@@ -59,7 +59,7 @@ def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
         rank=Window(
             RowNumber(), partition_by=[F("endpoint_id"), F("bucket"), F("cached")], order_by="-id"
         )
-    ).filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
+    ).filter(rank__lte=config.speed_window_size)
     samples: dict[tuple[int, str], list[TimedSample]] = defaultdict(list)
     restarted: set[tuple[int, str]] = set()
     throughput: dict[int, list[float]] = defaultdict(list)
@@ -67,7 +67,7 @@ def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
         "endpoint_id", "bucket", "cached", "ttft_ms", "output_tokens_per_s", "restarts_window",
         "created_at",
     )  # fmt: skip
-    stale_after_s = conf.get("SPEED_STALE_AFTER_S", STALE_AFTER_S)
+    stale_after_s = config.speed_stale_after_s
     for endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at in rows:  # newest first
         speed_key, t = (endpoint_id, speed_bucket(bucket, cached)), created_at.timestamp()
         window = samples[speed_key]
@@ -149,19 +149,20 @@ class SpeedFeed:
 
     def load(self) -> SpeedSummary:
         """The current summary (sync: runs in a database thread)."""
-        conf = settings.UBERLLM
+        config = gateway_config()
         now = time.time()
         fields = ("id", "endpoint_id", "bucket", "cached", "ttft_ms", "output_tokens_per_s",
                   "restarts_window", "created_at")  # fmt: skip
         self.rows_read = 0
         if self.book is None or now - self.full_at > self.FULL_RELOAD_S:
             self.book = SpeedBook(
-                conf["SPEED_WINDOW_SIZE"], conf["SPEED_MAX_AGE_S"],
-                stale_after_s=conf.get("SPEED_STALE_AFTER_S", STALE_AFTER_S),
-            )  # fmt: skip
+                config.speed_window_size,
+                config.speed_max_age_s,
+                stale_after_s=config.speed_stale_after_s,
+            )
             self.last_id, self._seen, self.full_at = 0, set(), now
             self._overlap_next = True
-            since = timezone.now() - timedelta(seconds=conf["SPEED_MAX_AGE_S"])
+            since = timezone.now() - timedelta(seconds=config.speed_max_age_s)
             ranked = (
                 SpeedSample.objects.filter(created_at__gte=since)
                 .annotate(
@@ -171,7 +172,7 @@ class SpeedFeed:
                         order_by="-id",
                     )
                 )
-                .filter(rank__lte=conf["SPEED_WINDOW_SIZE"])
+                .filter(rank__lte=config.speed_window_size)
             )
             self._apply(ranked.order_by("id").values_list(*fields))
             self._gaps = {}  # unknown after a windowed read: the next read overlaps
@@ -194,93 +195,43 @@ class SpeedFeed:
         return self.book.summary(now)
 
 
+def _new_knowledge() -> RoutingKnowledge:
+    """The process's knowledge: no speed book of its own (the refresher sets the shared
+    summary), our calls in flight counted by the relay (``LiveAttempt.opening``)."""
+    return RoutingKnowledge(gateway_config(), defaultdict(int), own_speed=False)
+
+
 @dataclass(slots=True)
 class RoutingMemory:
-    """The process's snapshot; every read is a dictionary lookup."""
+    """The process's snapshot: the routing core's knowledge (every read a dictionary
+    lookup), kept fresh by the refresher, and the hedge budget left."""
 
-    speed: SpeedSummary = field(default_factory=SpeedSummary)
-    unusable_until: dict[int, float] = field(default_factory=dict)
-    strikes: dict[int, int] = field(default_factory=dict)
-    health: Reliability = field(default_factory=Reliability)  # this process's error rates
-    # O3: caps learnt from 429s against this process's own upstream calls in flight
-    caps: ConcurrencyCaps = field(default_factory=ConcurrencyCaps)
-    inflight: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
-    prefixes: OrderedDict[str, dict[int, float]] = field(default_factory=OrderedDict)
+    knowledge: RoutingKnowledge = field(default_factory=_new_knowledge)
     hedge_budget_remaining_usd: float = float("inf")  # unknown until the first refresh
-    hedge_budget_day: object = None  # the UTC day that figure is for
-    tokens: TokenEstimator = field(default_factory=TokenEstimator)
-    outputs: OutputEstimator = field(default_factory=OutputEstimator)
-    output_lengths: OutputLengths = field(default_factory=OutputLengths)
+    hedge_budget_day: int | None = None  # the UTC day (``budget_day``) that figure is for
     refreshed_at: float = 0.0  # monotonic time of the last complete refresh
     used_at: float = 0.0  # monotonic time of the last request that read the snapshot
     store_errors: int = 0  # consecutive failed refreshes
 
-    # --- reads (the request path) --------------------------------------------------------
-    def hedge_budget_left(self, day: object) -> float:
+    def current(self) -> RoutingKnowledge:
+        """The knowledge, under the current settings (one identity check a read)."""
+        knowledge, config = self.knowledge, gateway_config()
+        if knowledge.config is not config:
+            knowledge.configure(config)
+        return knowledge
+
+    def hedge_budget_left(self, day: int) -> float:
         """The snapshot's budget left today (unknown, so not limiting, on a new day)."""
         if day != self.hedge_budget_day:
             return float("inf")
         return self.hedge_budget_remaining_usd
 
-    def unusable(self, now: float) -> frozenset[int]:
-        return frozenset(eid for eid, until in self.unusable_until.items() if until > now)
-
-    def full(self, now: float) -> frozenset[int]:
-        """Endpoints whose learnt concurrency cap (O3) this process's calls in flight
-        reach: plans put them last, as marked ones (spill-over before a 429)."""
-        return self.caps.full_ids(self.inflight, now)
-
-    def cached_tokens(self, hashes: PrefixHashes, endpoint_ids, now: float) -> dict[int, int]:
-        """Tokens of the longest prompt prefix each endpoint has probably cached (R2.3)."""
-        cached: dict[int, int] = {}
-        for prefix_hash, tokens in prefixes_to_check(hashes):
-            for endpoint_id, expires_at in self.prefixes.get(prefix_hash, {}).items():
-                if expires_at > now and endpoint_id in endpoint_ids:
-                    cached[endpoint_id] = max(cached.get(endpoint_id, 0), tokens)
-        return cached
-
-    # --- local lessons (applied at once; shared by routing.outbox) ------------------------
-    def mark(self, endpoint_id: int, now: float) -> tuple[float, int]:
-        """R2.7: unusable for a window that doubles with each consecutive refusal."""
-        conf = settings.UBERLLM
-        strikes = self.strikes.get(endpoint_id, 0) + 1
-        window = unusable_window(
-            strikes, conf["UNUSABLE_FIRST_WINDOW_S"], conf["UNUSABLE_WINDOW_S"]
-        )
-        until = max(now + window, self.unusable_until.get(endpoint_id, 0.0))
-        self.unusable_until[endpoint_id], self.strikes[endpoint_id] = until, strikes
-        return until, strikes
-
-    def served(self, endpoint_id: int) -> bool:
-        """The endpoint served a call: its streak ends. True if there was one."""
-        return self.strikes.pop(endpoint_id, None) is not None
-
-    def remember_prefix(self, prefix_hash: str, endpoint_id: int, expires_at: float) -> None:
-        entry = self.prefixes.get(prefix_hash)
-        if entry is None:
-            entry = self.prefixes[prefix_hash] = {}
-            if len(self.prefixes) > MAX_PREFIXES:
-                self.prefixes.popitem(last=False)  # the oldest remembered prefix
-        else:
-            self.prefixes.move_to_end(prefix_hash)
-        entry[endpoint_id] = max(expires_at, entry.get(endpoint_id, 0.0))
-
-    # --- shared state (the refresher) ---------------------------------------------------
     def apply_marks(self, marks: dict[int, str]) -> None:
+        """Other processes' marks from the shared store (``until|strikes``)."""
+        merge = self.knowledge.marks.merge
         for endpoint_id, value in marks.items():
             until, _, strikes = value.partition("|")
-            self.unusable_until[endpoint_id] = max(
-                float(until), self.unusable_until.get(endpoint_id, 0.0)
-            )
-            if int(strikes or 0):
-                self.strikes[endpoint_id] = max(int(strikes), self.strikes.get(endpoint_id, 0))
-            else:
-                self.strikes.pop(endpoint_id, None)
-
-    def forget_expired(self, now: float) -> None:
-        expired = [eid for eid, until in self.unusable_until.items() if until <= now]
-        for endpoint_id in expired:
-            del self.unusable_until[endpoint_id]
+            merge(endpoint_id, float(until), int(strikes or 0))
 
 
 memory = RoutingMemory()
@@ -351,7 +302,7 @@ class Refresher:
     async def _run(self, first: asyncio.Event, wake: asyncio.Event) -> None:
         backoff = 0.0
         while True:
-            period = settings.UBERLLM["SPEED_CACHE_TTL_S"]
+            period = live_config().speed_cache_ttl_s
             try:
                 await self._refresh_shared()
                 backoff = 0.0
@@ -376,14 +327,14 @@ class Refresher:
                 pass
 
     async def _refresh_shared(self) -> None:
-        from .budget import hedge_budget_left_usd, utc_today
+        from .budget import day_number, hedge_budget_left_usd, utc_today
         from .catalog import catalog_cache
 
         ids = sorted(eid for model in catalog_cache.snapshot().values() for eid in model.by_id)
-        memory.speed = await db_call(self.speed_feed.load)()
+        memory.knowledge.shared_speed = await db_call(self.speed_feed.load)()
         day = utc_today()
         memory.hedge_budget_remaining_usd = float(await db_call(hedge_budget_left_usd)(day))
-        memory.hedge_budget_day = day
+        memory.hedge_budget_day = day_number(day)
         memory.refreshed_at = time.monotonic()
         await self._refresh_redis(ids)
 
@@ -393,10 +344,10 @@ class Refresher:
             values = await kv.get_many([key("unusable", eid) for eid in ids])
             marks = {eid: values[k] for eid in ids if (k := key("unusable", eid)) in values}
             memory.apply_marks(marks)
-        memory.forget_expired(time.time())
         self._prefix_log_id, entries = await kv.read_log(key("prefix-log"), self._prefix_log_id)
+        remember = memory.knowledge.prefixes.remember
         for prefix_hash, endpoint_id, expires_at in entries:
-            memory.remember_prefix(prefix_hash, endpoint_id, expires_at)
+            remember(prefix_hash, endpoint_id, expires_at)
 
 
 refresher = Refresher()

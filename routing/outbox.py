@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from common.aio import WRITER_THREAD, BatchWriter, db_call
 from common.lean_sql import Row, insert_rows
 
+from .config import live_config
+from .core.lessons import Marked
 from .models import SpeedSample
 from .shared import LogEntry, key, shared_kv
 
@@ -83,7 +85,7 @@ LESSON_LINGER_S = 0.05
 # per SPEED_SAMPLE_FLUSH_INTERVAL_S under load, not one per call.
 sample_writer: BatchWriter[SpeedSample | Row] = BatchWriter(
     "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True,
-    linger_s=LESSON_LINGER_S, min_interval_s=settings.UBERLLM["SPEED_SAMPLE_FLUSH_INTERVAL_S"],
+    linger_s=LESSON_LINGER_S, min_interval_s=live_config().speed_sample_flush_interval_s,
 )  # fmt: skip
 mark_writer: BatchWriter[MarkLesson] = BatchWriter(
     "unusable-marks", _flush_marks, max_items=10_000, batch_size=100, retry=True
@@ -94,15 +96,38 @@ prefix_writer: BatchWriter[LogEntry] = BatchWriter(
 )  # fmt: skip
 
 
-async def mark_unusable_now(endpoint_id: int) -> None:
-    """R2.7 from outside a chat call (a failed probe): mark here and in the shared store
-    at once (a probe task's loop ends right after, so nothing is left queued)."""
+@dataclass(frozen=True, slots=True)
+class Outbox:
+    """Where the live stores queue what a call taught (``put``: never waits)."""
+
+    samples: BatchWriter[SpeedSample | Row] | Any
+    marks: BatchWriter[MarkLesson] | Any
+    prefixes: BatchWriter[LogEntry] | Any
+
+
+OUTBOX = Outbox(sample_writer, mark_writer, prefix_writer)
+
+
+async def mark_unusable_now(endpoint_id: int, prompt_tokens: int) -> None:
+    """R2.7 from outside a chat call (a failed probe at ``prompt_tokens``): the process's
+    knowledge learns it (``Probed`` without answers marks the endpoint), and the mark is
+    written to the shared store at once (a probe task's loop ends right after, so nothing
+    is left queued)."""
     import time
 
-    from django.conf import settings
-
+    from .core.lessons import Probed
     from .memory import memory
 
-    until, strikes = memory.mark(endpoint_id, time.time())
-    keep = until - time.time() + settings.UBERLLM["UNUSABLE_WINDOW_S"]
-    await _flush_marks([MarkLesson(endpoint_id, until, strikes, keep)])
+    now = time.time()
+    knowledge = memory.current()
+    marks = knowledge.learn(Probed(endpoint_id, prompt_tokens, None, False), now)
+    window_s = knowledge.config.unusable_window_s
+    await _flush_marks([shared_mark(mark, now, window_s) for mark in marks])
+
+
+def shared_mark(mark: Marked, now: float, window_s: float) -> MarkLesson:
+    """A mark for the shared store: kept a window past its deadline (the streak's
+    memory); an ended streak (strikes 0) for a second."""
+    if not mark.strikes:
+        return MarkLesson(mark.endpoint_id, 0.0, 0, 1.0)
+    return MarkLesson(mark.endpoint_id, mark.until, mark.strikes, mark.until - now + window_s)

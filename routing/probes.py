@@ -20,12 +20,12 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
 import orjson
-from django.conf import settings
 from django.utils import timezone
 
 from billing.pricing import call_cost
@@ -37,16 +37,16 @@ from providers.redact import redact
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
 
 from .catalog import EndpointRoute, load_catalog
+from .config import gateway_config, live_config
+from .core.probe import COLD_PROBE_TOKENS as COLD_PROBE_TOKENS  # re-exported
 from .core.probe import (
-    COLD_PROBE_TOKENS,
     CONFIRMATIONS,
     confirmed_shift,
-    probe_relevant,
+    probe_sizes,
     probe_worst_cost,
     shift_direction,
     within_probe_budget,
     within_volume_share,
-    worth_probing,
 )
 from .core.types import bucket_for
 from .health import probe_spend_by_model_bucket, probe_spend_today
@@ -72,7 +72,7 @@ def probe_prompt(prompt_tokens: int) -> list[dict]:
 
 
 def current_cycle(now: float | None = None) -> int:
-    return int((now or time.time()) // settings.UBERLLM["PROBE_PERIOD_S"])
+    return int((now or time.time()) // gateway_config().probe_period_s)
 
 
 def _measured_since(seconds: float, *, real: bool) -> set[tuple[int, str]]:
@@ -90,45 +90,49 @@ def probe_targets(
 ) -> list[ProbeTarget]:
     """Every (endpoint, size) still to probe in this cycle (of one endpoint, if given).
 
-    Probe economy (issue 10): an endpoint that can never be picked for speed for an
-    uncached prompt (R2.9, ``worth_probing``) is not probed; a size whose bucket real
-    traffic measured (uncached) during the last period is skipped, and so is one that
-    could not change where an uncached prompt of that size goes (``probe_relevant``:
-    dearer than the current pick and not the fastest; ``PROBE_BY_NEED``, default on).
+    Which sizes is the core's rule (``routing.core.probe.probe_sizes``, as in the
+    simulator): an endpoint that can never be picked for speed for an uncached prompt
+    (R2.9, ``worth_probing``) is not probed; a size whose bucket real traffic measured
+    (uncached) during the last period is skipped, and so is one that could not change
+    where an uncached prompt of that size goes (``probe_relevant``, ``PROBE_BY_NEED``).
     A cold endpoint (no sample at all within the speed window: new, re-enabled, or a
-    gateway with empty routing data) is also probed below 8k; ``cold_only`` probes just those (the
-    cold-start task, every minute).
+    gateway with empty routing data) is probed at every size and below 8k too (last);
+    ``cold_only`` probes just those (the cold-start task, every minute). Here: sizes
+    above the endpoint's context and those this cycle already probed are left out.
     """
-    conf = settings.UBERLLM
+    config = gateway_config()
     done = set(ProbeResult.objects.filter(cycle=cycle).values_list("endpoint_id", "prompt_tokens"))
-    recent = _measured_since(conf["PROBE_PERIOD_S"], real=True)
-    known = {eid for eid, _ in _measured_since(conf["SPEED_MAX_AGE_S"], real=False)}
-    by_need = conf.get("PROBE_BY_NEED", True)
-    by_volume = float(conf.get("PROBE_SPEND_SHARE", 0) or 0) > 0 and not cold_only
-    summary = load_speed_summary() if (by_need or by_volume) and not cold_only else None
+    measured: dict[int, set[str]] = defaultdict(set)
+    for eid, bucket in _measured_since(config.probe_period_s, real=True):
+        measured[eid].add(bucket)
+    known = {eid for eid, _ in _measured_since(config.speed_max_age_s, real=False)}
+    by_volume = live_config().probe_spend_share > 0 and not cold_only
+    summary = None
+    if (config.probe_by_need or by_volume) and not cold_only:
+        summary = load_speed_summary()
+    speed = summary if config.probe_by_need else None
+    sizes = sorted(config.probe_sizes)
     targets = []
     for slug, model in load_catalog().items():
         infos = [route.info for route in model.endpoints]
         for route in model.endpoints:
-            if endpoint_id is not None and route.endpoint_id != endpoint_id:
+            eid, info = route.endpoint_id, route.info
+            cold = eid not in known
+            if (endpoint_id is not None and eid != endpoint_id) or (cold_only and not cold):
                 continue
-            cold = route.endpoint_id not in known
-            if (cold_only and not cold) or not worth_probing(route.info, model.info, infos):
-                continue
-            sizes = {*conf["PROBE_SIZES"], COLD_PROBE_TOKENS} if cold else conf["PROBE_SIZES"]
-            for size in sorted(sizes):
-                fits = size + 1 <= route.info.context_length
-                skip = (route.endpoint_id, size) in done
-                skip = skip or (route.endpoint_id, bucket_for(size)) in recent
-                if by_need and summary is not None and not cold and not skip:
-                    # by need (issue 10): only probes that could move an uncached pick
-                    skip = not probe_relevant(
-                        route.info, size, model.info, infos, summary,
-                        ratio=conf["ROUTING_FAST_ENOUGH_RATIO"],
-                        under_s=conf["ROUTING_FAST_ENOUGH_UNDER_S"],
-                        under_s_long=conf.get("ROUTING_FAST_ENOUGH_UNDER_S_LONG"),
-                    )  # fmt: skip
-                if fits and not skip:
+            known_buckets = measured.get(eid, ())
+            wanted = probe_sizes(
+                info,
+                model.info,
+                infos,
+                sizes,
+                measured=known_buckets,
+                cold=cold,
+                speed=speed,
+                tuning=config.tuning,
+            )
+            for size in wanted:
+                if size + 1 <= info.context_length and (eid, size) not in done:
                     targets.append(ProbeTarget(slug, route, size))
     if by_volume:
         targets = within_volume(targets, summary)
@@ -147,9 +151,9 @@ def within_volume(targets: list[ProbeTarget], summary) -> list[ProbeTarget]:
     (an hour), it included, cost at most s x what customers paid for that model's
     requests of that bucket in the same time (``routing.core.probe.within_volume_share``).
     A target whose endpoint has no data in the bucket is kept (cold start)."""
-    conf = settings.UBERLLM
-    share = float(conf["PROBE_SPEND_SHARE"])
-    since = timezone.now() - timedelta(seconds=conf["PROBE_SPEND_WINDOW_S"])
+    conf = live_config()
+    share = conf.probe_spend_share
+    since = timezone.now() - timedelta(seconds=conf.probe_spend_window_s)
     customer = unscoped_spend_by_model_bucket(since=since)
     probes = probe_spend_by_model_bucket(since=since)
     kept = []
@@ -173,7 +177,7 @@ def within_budget(targets: list[ProbeTarget]) -> list[ProbeTarget]:
     probe reserves its worst cost (with confirmations). Endpoint tasks of one cycle run
     concurrently and each checks its own probes, so one cycle may go over by at most the
     other endpoints' probes of that cycle."""
-    budget = float(settings.UBERLLM.get("PROBE_DAILY_BUDGET_USD", 0) or 0)
+    budget = live_config().probe_daily_budget_usd
     if budget <= 0 or not targets:
         return targets
     spent = float(probe_spend_today())
@@ -272,12 +276,12 @@ async def _probe(cycle: int, target: ProbeTarget, limit: asyncio.Semaphore) -> s
     async with limit:
         ttfts, restart, status, error = [], False, "ok", ""
         try:
-            async with asyncio.timeout(settings.UBERLLM["PROBE_TIMEOUT_S"]):
+            async with asyncio.timeout(live_config().probe_timeout_s):
                 ttfts, restart = await _measure(target)
         except (UpstreamError, TimeoutError) as exc:
             status = "failed"
             error = getattr(exc, "message", "") or "probe timed out"
-            await mark_unusable_now(target.route.endpoint_id)
+            await mark_unusable_now(target.route.endpoint_id, target.prompt_tokens)
             metrics.observe_unusable_mark(target.route.provider_slug)
         cost = await db_call(_record)(cycle, target, ttfts, status, error, restart)
         metrics.observe_probe(target.route.provider_slug, status, float(cost))
@@ -293,7 +297,7 @@ async def probe_cycle(
     ``PROBE_TIMEOUT_S``."""
     cycle = current_cycle() if cycle is None else cycle
     targets = await db_call(probe_targets)(cycle, endpoint_id, cold_only=cold_only)
-    limit = asyncio.Semaphore(settings.UBERLLM["PROBE_CONCURRENCY"])
+    limit = asyncio.Semaphore(live_config().probe_concurrency)
     statuses = await asyncio.gather(*(_probe(cycle, t, limit) for t in targets))
     return {status: statuses.count(status) for status in set(statuses)}
 

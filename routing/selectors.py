@@ -17,7 +17,7 @@ def _speed(endpoint_id: int) -> dict:
     """What routing has learnt of an endpoint (this process's snapshot): typical TTFT per
     prompt-size bucket (ms) with its sample count, and output tokens per second."""
 
-    speed = memory.speed
+    speed = memory.knowledge.shared_speed
     ttft = {}
     for bucket in BUCKETS:
         key = (endpoint_id, bucket)

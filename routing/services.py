@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from common import metrics
 
+from .config import gateway_config, live_config
 from .models import ProbeResult, SpeedSample
 
 PRUNE_BATCH_SIZE = 5_000
@@ -34,7 +34,7 @@ def rows_delete_older(
 
 def speed_samples_prune(*, batch_size: int = PRUNE_BATCH_SIZE) -> int:
     """Delete speed samples older than SPEED_MAX_AGE_S: they no longer count (R2.1)."""
-    cutoff = timezone.now() - timedelta(seconds=settings.UBERLLM["SPEED_MAX_AGE_S"])
+    cutoff = timezone.now() - timedelta(seconds=gateway_config().speed_max_age_s)
     deleted = rows_delete_older(model=SpeedSample, cutoff=cutoff, batch_size=batch_size)
     metrics.observe_pruned("speed_sample", deleted)
     return deleted
@@ -43,7 +43,7 @@ def speed_samples_prune(*, batch_size: int = PRUNE_BATCH_SIZE) -> int:
 def probe_results_prune(*, batch_size: int = PRUNE_BATCH_SIZE) -> int:
     """Delete probe results older than PROBE_RESULT_MAX_AGE_DAYS (kept for the admin's
     history and platform-cost reports; the routing never reads them)."""
-    days = settings.UBERLLM["PROBE_RESULT_MAX_AGE_DAYS"]
+    days = live_config().probe_result_max_age_days
     cutoff = timezone.now() - timedelta(days=days)
     deleted = rows_delete_older(model=ProbeResult, cutoff=cutoff, batch_size=batch_size)
     metrics.observe_pruned("probe_result", deleted)

@@ -19,6 +19,8 @@ from django.conf import settings
 
 from common.redis_clients import loop_client
 
+from .config import live_config
+
 PREFIX_LOG_MAXLEN = 100_000
 LogEntry = tuple[str, int, float]  # (prefix hash, endpoint id, expires at)
 
@@ -111,5 +113,5 @@ def shared_kv() -> SharedKV:
 
 def key(*parts: object) -> str:
     """Namespaced key, e.g. key("unusable", 12) -> "ullm:unusable:12"."""
-    prefix = settings.UBERLLM.get("SHARED_KEY_PREFIX", "ullm")
+    prefix = live_config().shared_key_prefix
     return ":".join([prefix, *map(str, parts)])

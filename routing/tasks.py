@@ -6,11 +6,11 @@ import asyncio
 
 from celery import shared_task
 from celery.signals import worker_ready
-from django.conf import settings
 
 from common.queues import queue_sizes_sample
 
 from .budget import hedge_budget_open_day
+from .config import gateway_config, live_config
 from .probes import current_cycle, probe_cycle_once, probe_endpoint_ids
 from .services import history_prune
 
@@ -25,12 +25,12 @@ def probe_endpoints_task(cycle: int | None = None) -> int:
     with probes left in this cycle. Returns how many were queued."""
 
     cycle = current_cycle() if cycle is None else cycle
-    timeout = settings.UBERLLM["PROBE_TIMEOUT_S"]
+    timeout = live_config().probe_timeout_s
     endpoint_ids = probe_endpoint_ids(cycle)
     for endpoint_id in endpoint_ids:
         probe_endpoint_task.apply_async(
             kwargs={"cycle": cycle, "endpoint_id": endpoint_id},
-            expires=settings.UBERLLM["PROBE_PERIOD_S"],
+            expires=gateway_config().probe_period_s,
             soft_time_limit=timeout + PROBE_TASK_MARGIN_S,
             time_limit=timeout + 2 * PROBE_TASK_MARGIN_S,
         )

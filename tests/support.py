@@ -143,12 +143,9 @@ def reset_process_caches(test_name: str) -> None:
     from billing import auth, ledger, limits
     from routing import memory, shared
     from routing.catalog import catalog_cache
-    from routing.core.followups import FollowupEstimator
-    from routing.gateway import accept
 
     catalog_cache.invalidate()
-    memory.reset_memory()
-    accept.followups = FollowupEstimator()  # what it learnt per key: key ids are reused
+    memory.reset_memory()  # its knowledge too: follow-ups per key (key ids are reused)
     auth._cache.clear()
     auth._unknown.clear()
     ledger._touched.clear()

@@ -10,7 +10,7 @@ follow-up turns, output sizes and per-endpoint reply lengths, and the token rati
 The simulator keeps one per strategy run, with its own speed book. The live gateway
 keeps one per process (``routing.memory``) without a book: its speed summary is the
 refresher's (every process's samples, read from the database, ``shared_speed``), its
-marks and prefixes are merged with the other processes' (``merge_mark``,
+marks and prefixes are merged with the other processes' (``marks.merge``,
 ``prefixes.remember``); what a lesson teaches is decided here either way.
 """
 

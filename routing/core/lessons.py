@@ -4,7 +4,7 @@
 applies them (the simulator's knowledge in place; the live gateway's process knowledge
 at once, and its store writes the shared part through the outbox). A lesson holds
 plain values only, so the live and the simulated shells can be compared lesson by
-lesson (tests/core/test_one_router.py).
+lesson (tests/routing/test_one_router.py).
 """
 
 from __future__ import annotations

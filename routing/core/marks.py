@@ -77,6 +77,14 @@ class UnusableMarks:
         """Consecutive refusals so far (0: none since it last served)."""
         return self._strikes.get(endpoint_id, 0)
 
+    def until(self, endpoint_id: int) -> float:
+        """When the endpoint's mark ends (0.0: none is known)."""
+        return self._until.get(endpoint_id, 0.0)
+
+    def state(self) -> tuple[dict[int, float], dict[int, int]]:
+        """Copies of every mark's deadline and every streak (for inspection)."""
+        return dict(self._until), dict(self._strikes)
+
     def merge(self, endpoint_id: int, until: float, strikes: int) -> None:
         """A mark from the shared store (another process's): the later deadline and the
         longer streak are kept; 0 strikes ends the streak."""

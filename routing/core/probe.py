@@ -166,11 +166,11 @@ def probe_sizes(
     skipped; with ``speed`` (probes by need) so is one that could not change where an
     uncached prompt of that size goes (``probe_relevant``). A ``cold`` endpoint (no
     sample at all: new, re-enabled, an empty gateway) is probed at every size and
-    below 8k too (``COLD_PROBE_TOKENS``, last)."""
+    below 8k too (``COLD_PROBE_TOKENS``, last; once if ``sizes`` hold it)."""
     if not worth_probing(endpoint, model, endpoints, tuning.dear_min_discount):
         return []
     if cold:
-        return [*sizes, COLD_PROBE_TOKENS]
+        return [*sizes] if COLD_PROBE_TOKENS in sizes else [*sizes, COLD_PROBE_TOKENS]
     wanted = [size for size in sizes if bucket_for(size) not in measured]
     if speed is None:
         return wanted

@@ -28,7 +28,7 @@ from .options import RoutingOptions
 from .plan import plan_route
 from .pricing import request_cost
 from .retry import classify_failure
-from .session import Step
+from .session import HedgeStart, Step
 from .speed import mostly_cached
 from .timeouts import first_token_timeout_s
 from .types import EndpointInfo, ModelInfo, RequestFeatures, RoutePlan, bucket_for
@@ -40,15 +40,6 @@ class Stores(Protocol):
     def hedge_budget_left(self, day: int) -> float: ...
     def reserve(self, usd: float, day: int) -> bool: ...
     def emit(self, lessons: Sequence[Lesson], now: float) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class HedgeStart:
-    """Race ``endpoint_id``; ``reserve_usd`` of the day's hedge budget is held for it."""
-
-    endpoint_id: int
-    reserve_usd: float
-    day: int
 
 
 def failure_kind(kind: str, status: int | None) -> tuple[str, int | None]:

@@ -39,6 +39,16 @@ from .hedge import HedgeDecision
 Step = tuple[int, float]  # (endpoint_id, delay_s before the attempt starts)
 
 
+@dataclass(frozen=True, slots=True)
+class HedgeStart:
+    """Race ``endpoint_id``; ``reserve_usd`` of the UTC ``day``'s hedge budget is held
+    for it (``Router.start_hedge``; the session keeps it until the race is over)."""
+
+    endpoint_id: int
+    reserve_usd: float
+    day: int
+
+
 class Leg:
     """One attempt at one endpoint. ``data`` belongs to the shell (its connection, or
     the simulator's drawn outcome); ``kind``/``status`` are set when the leg fails."""
@@ -128,17 +138,19 @@ class Router(Protocol):
     """Where to go and what to learn: the session asks, the router answers.
 
     ``first``/``next_attempt`` return (endpoint_id, delay_s) or None (no endpoint
-    left). ``start_hedge`` returns the partner's endpoint_id after reserving the hedge
-    budget (``session.hedge_reserved`` set by the router), or None. The ``on_*`` hooks
-    tell the router what happened, at the time it happened, so it can learn.
+    left). ``start_hedge`` returns the partner and the hedge budget it reserved
+    (``HedgeStart``), or None; ``on_cancel`` what the cancelled loser cost. The router
+    returns values and never assigns into the session: the session keeps them
+    (``hedge_reserved``, ``hedge_day``, ``hedge_cost``). The ``on_*`` hooks tell the
+    router what happened, at the time it happened, so it can learn.
     """
 
     def first(self, session: GatewaySession, now: float) -> Step | None: ...
     def next_attempt(self, session: GatewaySession, now: float) -> Step | None: ...
     def hedge_decision(self, session: GatewaySession, now: float) -> HedgeDecision: ...
-    def start_hedge(self, session: GatewaySession, now: float) -> int | None: ...
+    def start_hedge(self, session: GatewaySession, now: float) -> HedgeStart | None: ...
     def end_hedge(self, session: GatewaySession, now: float) -> None: ...
-    def on_cancel(self, session: GatewaySession, leg: Leg) -> None: ...
+    def on_cancel(self, session: GatewaySession, leg: Leg) -> float: ...
     def on_first_token(self, session: GatewaySession, leg: Leg, now: float) -> None: ...
     def on_failure(self, session: GatewaySession, leg: Leg, now: float) -> None: ...
     def on_success(self, session: GatewaySession, leg: Leg, now: float) -> None: ...
@@ -216,7 +228,7 @@ class GatewaySession:
         actions: list[Action] = []
         for loser in self.active:
             loser.cancelled = True
-            self.router.on_cancel(self, loser)
+            self.hedge_cost += self.router.on_cancel(self, loser)
             actions.append(CancelLeg(loser, lost=True))
         self.active = []
         self._settle_hedge(now)
@@ -326,11 +338,12 @@ class GatewaySession:
         return actions
 
     def _try_hedge(self, now: float) -> list[Action]:
-        endpoint_id = self.router.start_hedge(self, now)
-        if endpoint_id is None:
+        start = self.router.start_hedge(self, now)
+        if start is None:
             return []
         self.hedged = True
-        return [OpenLeg(self._new_leg(endpoint_id, now, hedge_leg=True), self.hedge_reserved)]
+        self.hedge_reserved, self.hedge_day = start.reserve_usd, start.day
+        return [OpenLeg(self._new_leg(start.endpoint_id, now, hedge_leg=True), start.reserve_usd)]
 
     def _settle_hedge(self, now: float) -> None:
         if self.hedge_reserved is not None:

@@ -7,14 +7,13 @@ never a shared store.
 
 from __future__ import annotations
 
-import functools
 import os
 import random
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from django.conf import settings
 from django.utils import timezone
 
 from billing import limits
@@ -23,58 +22,43 @@ from billing.quota import Ticket
 from providers import protocols
 
 from ..catalog import CatalogModel, EndpointRoute, catalog_cache
-from ..core.candidate import SmartTuning
-from ..core.followups import FollowupEstimator
+from ..config import live_config
+from ..core.lessons import Lesson
 from ..core.options import RoutingOptions
-from ..core.plan import plan_route
-from ..core.prefix import PrefixHashes, prefix_hashes
-from ..core.types import RequestFeatures, RoutePlan, RoutingError, bucket_for
+from ..core.prefix import PrefixHashes, prefix_hashes, prefixes_to_check
+from ..core.router import SmartRouter
+from ..core.types import RequestFeatures, RoutePlan, RoutingError
 from ..errors import GatewayError
 from ..memory import memory, refresher
 from ..request import ChatRequest, parse_chat_request
 from .big import per_message_work
 
 _rng = random.Random()
+_planner: list[SmartRouter | None] = [None]
 
 
-def _unusable(now: float) -> frozenset[int]:
-    """Marked endpoints (R2.7), and with ``ROUTING_CONCURRENCY_CAPS`` the ones whose
-    learnt concurrency cap this process's calls in flight reach (O3): both go last."""
-    marked = memory.unusable(now)
-    if not settings.UBERLLM.get("ROUTING_CONCURRENCY_CAPS"):
-        return marked
-    full = memory.full(now)
-    return marked | full if full else marked
+class _Planning:
+    """The planner's ``Stores``: planning reserves nothing and learns nothing (a
+    request's router, ``routing.gateway.router.LiveRouter``, does)."""
+
+    def hedge_budget_left(self, day: int) -> float:
+        return 0.0
+
+    def reserve(self, usd: float, day: int) -> bool:
+        return False
+
+    def emit(self, lessons: Sequence[Lesson], now: float) -> None:
+        raise RuntimeError("the planner emits no lessons")
 
 
-@functools.lru_cache(maxsize=4)
-def _tuning(
-    tail_weight: float, ratio: float, under_s: float, under_s_long: float | None
-) -> SmartTuning:
-    return SmartTuning(
-        tail_weight=tail_weight,
-        fast_enough_ratio=ratio,
-        fast_enough_under_s=under_s,
-        fast_enough_under_s_long=under_s_long,
-    )
-
-
-def smart_tuning() -> SmartTuning:
-    """R2.4's thresholds and the slow-tail weight, from the settings (operator knobs)."""
-    conf = settings.UBERLLM
-    return _tuning(
-        float(conf.get("ROUTING_TAIL_WEIGHT", 0.0)),
-        float(conf.get("ROUTING_FAST_ENOUGH_RATIO", 2.0)),
-        float(conf.get("ROUTING_FAST_ENOUGH_UNDER_S", 1.0)),
-        _optional_float(conf.get("ROUTING_FAST_ENOUGH_UNDER_S_LONG")),
-    )
-
-
-def _optional_float(value: object) -> float | None:
-    return None if value in (None, "") else float(value)  # type: ignore[arg-type]
-
-
-followups = FollowupEstimator()  # per process; learns within a few conversations
+def planner() -> SmartRouter:
+    """The process's core router for ``features``/``plan``, on the process's knowledge
+    under the current settings (rebuilt only when either changed)."""
+    knowledge = memory.current()
+    router = _planner[0]
+    if router is None or router.knowledge is not knowledge or router.config is not knowledge.config:
+        router = _planner[0] = SmartRouter(knowledge.config, knowledge, _Planning(), _rng)
+    return router
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +70,10 @@ class Accepted:
     chat: ChatRequest
     model: CatalogModel
     plan: RoutePlan
+    features: RequestFeatures  # what the plan was made for (the router's hedge costs)
     prompt_tokens_estimate: int
     raw_prompt_tokens: int
     prefix_hashes: PrefixHashes
-    cached_tokens: dict[int, int]
     created_at: datetime
     started: float  # perf_counter at acceptance
     # The ``models`` fallbacks after the one planned (OpenRouter), each found in the
@@ -99,6 +83,11 @@ class Accepted:
     # the max_tokens sent upstream when the request set none (its reservation's cap).
     quota: Ticket | None = None
     max_tokens_cap: int | None = None
+
+    @property
+    def cached_tokens(self) -> Mapping[int, int]:
+        """Prompt tokens each endpoint probably has cached (R2.3)."""
+        return self.features.cached_tokens
 
     def elapsed_ms(self) -> int:
         return int((time.perf_counter() - self.started) * 1000)
@@ -165,7 +154,7 @@ async def reserve(principal: KeyPrincipal, request_id: str, chat: ChatRequest,
     cap = None
     max_tokens = chat.max_tokens
     if max_tokens is None:
-        max_tokens = cap = settings.UBERLLM["SPEND_DEFAULT_MAX_TOKENS"]
+        max_tokens = cap = live_config().spend_default_max_tokens
     routes = [model.by_id[c.endpoint_id] for c in plan.choices if c.endpoint_id in model.by_id]
     routes += [route for _, other in fallbacks for route in other.by_id.values()]
     worst = limits.worst_case_usd(routes, limits.reserved_prompt_tokens(prompt_tokens), max_tokens)
@@ -182,29 +171,13 @@ async def reserve(principal: KeyPrincipal, request_id: str, chat: ChatRequest,
     return ticket, (cap if ticket is not None and ticket.budgets else None)
 
 
-def followup_turns(
-    chat: ChatRequest, model_slug: str, customer: int | None = None, bucket: str = ""
-) -> float:
-    """A conversation (it already holds a reply) is expected to go on: its next turns
-    resend this prompt, as cache reads where it is served now. How many is learnt per
-    model from the turn index of the conversations seen (routing.core.followups), never
-    below ``FOLLOWUP_TURNS``. A first turn of ``customer`` (the API key) is priced with
-    the share of that key's first turns of this size that a second turn followed
-    (``ROUTING_FIRST_TURN_FOLLOWUPS``; without a customer, with none)."""
+def earlier_turns(chat: ChatRequest) -> int:
+    """Turns of the conversation before this request: its replies (a tool result
+    without one: a first turn that went on), for the follow-up estimate."""
     earlier = sum(1 for m in chat.messages if m.get("role") == "assistant")
     if not earlier and any(m.get("role") == "tool" for m in chat.messages):
         earlier = 1
-    conf = settings.UBERLLM
-    followups.minimum = conf["FOLLOWUP_TURNS"]
-    start = (model_slug, customer, bucket)
-    if customer is not None:
-        followups.observe_start(start, earlier)
-    if not earlier:
-        if customer is None or not conf["ROUTING_FIRST_TURN_FOLLOWUPS"]:
-            return 0.0
-        return followups.expected_first(model_slug, start)
-    followups.observe(model_slug, earlier)
-    return followups.expected(model_slug)
+    return earlier
 
 
 def _options(chat: ChatRequest) -> RoutingOptions:
@@ -237,7 +210,7 @@ def measure_prompt(messages: list[dict]) -> tuple[int, PrefixHashes]:
     """The prompt's raw token estimate and its prefix hashes (raw tokens): the planning
     work that grows with the conversation, pure (``big.per_message_work`` may run it in a
     thread)."""
-    return memory.tokens.estimate(messages), prefix_hashes(messages)
+    return memory.knowledge.tokens.estimate(messages), prefix_hashes(messages)
 
 
 def plan_request(
@@ -245,43 +218,37 @@ def plan_request(
     model: CatalogModel,
     measured: tuple[int, PrefixHashes] | None = None,
     customer: int | None = None,
-) -> tuple[RoutePlan, dict, int, int, list]:
+) -> tuple[RoutePlan, RequestFeatures, int, list]:
     """Plan where to send ``chat`` from the snapshot (``measured``: its ``measure_prompt``,
     made here if not given; ``customer``: the API key id, whose first turns' follow-ups
-    are learnt apart); GatewayError (400/404) if nowhere."""
+    are learnt apart: ``RoutingKnowledge.followup_turns``); GatewayError (400/404) if
+    nowhere. Returns the plan, the features it was made for, the raw token estimate and
+    the prefix hashes in calibrated tokens."""
     options = _options(chat)
+    router = planner()
     slug = model.info.slug
     raw, raw_hashes = measured if measured is not None else measure_prompt(chat.messages)
-    ratio = memory.tokens.ratio(slug)
-    prompt_tokens = round(raw * ratio)
+    ratio = router.knowledge.tokens.ratio(slug)
     hashes = [(h, round(t * ratio)) for h, t in raw_hashes]
     now = time.time()
-    cached = memory.cached_tokens(hashes, model.by_id, now)
-    bucket = bucket_for(prompt_tokens)
-    features = RequestFeatures(
-        prompt_tokens=prompt_tokens,
-        expected_output_tokens=memory.outputs.expected(slug, bucket, chat.max_tokens),
-        cached_tokens=cached,
-        required_parameters=required_parameters(chat, options),
+    features = router.features(
+        slug,
+        round(raw * ratio),
+        prefixes_to_check(hashes),
+        model.by_id,  # type: ignore[arg-type]
+        now,
         stream=chat.stream,
-        expected_followup_turns=followup_turns(chat, slug, customer, bucket),
-        output_factors=memory.output_lengths.factors(slug),
+        earlier=earlier_turns(chat),
+        customer=customer,
+        max_tokens=chat.max_tokens,
+        required=required_parameters(chat, options),
     )
+    endpoints = [route.info for route in model.endpoints]
     try:
-        plan = plan_route(
-            model.info,
-            [route.info for route in model.endpoints],
-            features,
-            options,
-            memory.speed,
-            _unusable(now),
-            _rng,
-            exploration_rate=settings.UBERLLM["EXPLORATION_RATE"],
-            tuning=smart_tuning(),
-        )
+        plan = router.plan(model.info, endpoints, features, options, now)
     except RoutingError as exc:
         raise GatewayError(exc.status, exc.message, code=exc.code) from None
-    return plan, cached, prompt_tokens, raw, hashes
+    return plan, features, raw, hashes
 
 
 def _candidate(chat: ChatRequest, model_id: str) -> ChatRequest:
@@ -361,22 +328,28 @@ def replan(accepted: Accepted) -> Accepted | None:
     while fallbacks:
         (chat, model), fallbacks = fallbacks[0], fallbacks[1:]
         try:
-            plan, cached, prompt_tokens, raw, hashes = plan_request(
+            plan, features, raw, hashes = plan_request(
                 chat, model, customer=accepted.principal.api_key_id
             )
         except GatewayError:
             continue
         return replace(
-            accepted, chat=chat, model=model, plan=plan, prompt_tokens_estimate=prompt_tokens,
-            raw_prompt_tokens=raw, prefix_hashes=hashes, cached_tokens=cached,
+            accepted,
+            chat=chat,
+            model=model,
+            plan=plan,
+            features=features,
+            prompt_tokens_estimate=features.prompt_tokens,
+            raw_prompt_tokens=raw,
+            prefix_hashes=hashes,
             fallbacks=fallbacks,
-        )  # fmt: skip
+        )
     return None
 
 
 async def accept(principal: KeyPrincipal, body: bytes) -> Accepted:
     """Validate and plan an authenticated request; raises GatewayError."""
-    depth = settings.UBERLLM["MAX_JSON_DEPTH"]
+    depth = live_config().max_json_depth
     chat = await per_message_work(len(body), parse_chat_request, body, depth)
     return await accept_chat(principal, chat, len(body))
 
@@ -387,7 +360,8 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest, body_bytes: in
     GatewayError."""
     check_allowed_models(principal, chat)
     chosen = await _plan_model(chat, body_bytes, principal.api_key_id)
-    chat, model, (plan, cached, prompt_tokens, raw, hashes), fallbacks = chosen
+    chat, model, (plan, features, raw, hashes), fallbacks = chosen
+    prompt_tokens = features.prompt_tokens
     request_id = f"gen-{os.urandom(16).hex()}"
     quota, cap = await reserve(principal, request_id, chat, model, plan, prompt_tokens,
                                fallbacks)  # fmt: skip
@@ -397,10 +371,10 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest, body_bytes: in
         chat=chat,
         model=model,
         plan=plan,
+        features=features,
         prompt_tokens_estimate=prompt_tokens,
         raw_prompt_tokens=raw,
         prefix_hashes=hashes,
-        cached_tokens=cached,
         created_at=timezone.now(),
         started=time.perf_counter(),
         fallbacks=fallbacks,

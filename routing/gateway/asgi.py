@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from django.conf import settings
 from django.utils import timezone
 
 from billing.auth import KeyPrincipal
@@ -26,6 +25,7 @@ from billing.ledger_writer import ledger_writer, queue_rejected
 from common import events, metrics
 from common.logs import bind_generation_id, unbind_generation_id
 
+from ..config import live_config
 from ..errors import GatewayError
 from .accept import Accepted, accept, require_key
 from .call import LiveCall
@@ -45,10 +45,10 @@ class Admission:
         self.refused = 0
 
     def try_enter(self) -> bool:
-        conf = settings.UBERLLM
+        conf = live_config()
         if (
-            self.in_flight >= conf["MAX_INFLIGHT_CALLS"]
-            or ledger_writer.pending() >= conf["LEDGER_BACKLOG_MAX"]
+            self.in_flight >= conf.max_inflight_calls
+            or ledger_writer.pending() >= conf.ledger_backlog_max
         ):
             self.refused += 1
             return False
@@ -75,7 +75,7 @@ def _too_large(limit: int) -> GatewayError:
 
 async def read_body(scope: dict[str, Any], receive) -> bytes:
     """The whole body, or GatewayError 413 as soon as it is known to exceed the limit."""
-    limit = settings.UBERLLM["MAX_BODY_BYTES"]
+    limit = live_config().max_body_bytes
     declared = _header(scope, b"content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
         if not declared.isdigit():

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
-from django.conf import settings
+from ..config import live_config
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -27,7 +27,7 @@ _lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="big-request")
 
 
 def is_big(body_bytes: int) -> bool:
-    return body_bytes > settings.UBERLLM["OFF_LOOP_BODY_BYTES"]
+    return body_bytes > live_config().off_loop_body_bytes
 
 
 async def per_message_work(body_bytes: int, fn: Callable[P, R], *args: P.args) -> R:

@@ -25,7 +25,6 @@ from contextlib import aclosing
 from decimal import Decimal
 
 import orjson
-from django.conf import settings
 
 from billing.ledger import AttemptResult
 from common.aio import run_in_background
@@ -33,6 +32,7 @@ from providers.upstream import UpstreamCall, UpstreamError, open_stream
 
 from ..budget import hedge_budget_reserve, hedge_budget_settle
 from ..catalog import EndpointRoute
+from ..config import live_config
 from ..core.session import (
     Action,
     CancelLeg,
@@ -45,7 +45,6 @@ from ..core.session import (
     StartTimer,
     SwitchModel,
 )  # fmt: skip
-from ..core.timeouts import first_token_timeout_s
 from ..errors import OVERLOADED, GatewayError
 from .accept import Accepted
 from .assemble import CompletionAssembler
@@ -220,7 +219,7 @@ class LiveCall:
         self._t0 = time.monotonic()
         # A streamed reply's headers leave when a provider has accepted the call (HTTP
         # 200), while it prefills, not with the first token (``EARLY_STREAM_START``).
-        self.early_start = accepted.chat.stream and settings.UBERLLM["EARLY_STREAM_START"]
+        self.early_start = accepted.chat.stream and live_config().early_stream_start
 
     # --- the loop ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -422,13 +421,7 @@ class LiveCall:
         call = UpstreamCall(route.url, request_body(accepted, route), route.authorization,
                             route.protocol)  # fmt: skip
         # A hanging provider costs a few times its typical TTFT, not the flat timeout.
-        conf = settings.UBERLLM
-        timeout_s = first_token_timeout_s(
-            self.router.choice(route.endpoint_id),
-            floor_s=conf["ROUTING_FIRST_TOKEN_FLOOR_S"],
-            factor=conf["ROUTING_FIRST_TOKEN_FACTOR"],
-            default_s=conf["UPSTREAM_FIRST_TOKEN_TIMEOUT_S"],
-        )
+        timeout_s = self.router.timeout_s(route.endpoint_id)
         try:
             async with asyncio.timeout(timeout_s):
                 attempt.opening()  # in flight at its endpoint (O3) until closed
@@ -486,9 +479,9 @@ class LiveCall:
                 attempt.record.duration_ms = self.accepted.elapsed_ms()
 
     def _settle_hedges(self) -> None:
-        for reserved, spent in self.router.settlements:
+        for reserved, spent in self.router.stores.settlements:
             run_in_background(self._settle(reserved, spent))
-        self.router.settlements.clear()
+        self.router.stores.settlements.clear()
 
     async def _settle(self, reserved: Decimal, spent: Decimal) -> None:
         if self.reservation is not None and not await self.reservation:
@@ -499,10 +492,10 @@ class LiveCall:
     def _keepalive_wait(self) -> float | None:
         if not self.accepted.chat.stream or self.session.winner is not None:
             return None
-        conf = settings.UBERLLM
+        conf = live_config()
         if not self.out.started:
-            return max(0.0, self._t0 + conf["KEEPALIVE_AFTER_S"] - time.monotonic())
-        return conf["KEEPALIVE_INTERVAL_S"]
+            return max(0.0, self._t0 + conf.keepalive_after_s - time.monotonic())
+        return conf.keepalive_interval_s
 
     async def _keepalive(self) -> None:
         if not self.out.started:

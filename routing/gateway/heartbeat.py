@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from billing.ledger import Checkpoint, OpenRow
 from billing.ledger_writer import queue_checkpoints
 from billing.pricing import call_cost
 from common.aio import run_service
+
+from ..config import live_config
 
 # A stream's rate is measured over at least this long: a burst of first tokens does not
 # make a rate of thousands per second (and it is capped by max_tokens anyway); short, so
@@ -83,7 +84,7 @@ def billed_completion(call: Any, at: float) -> tuple[int, bool]:
         return completion, estimated
     first_token = attempt.started + (attempt.ttft_ms or 0) / 1000
     rate = completion / max(at - first_token, MIN_RATE_WINDOW_S)
-    billed = completion + math.ceil(rate * settings.UBERLLM["LEDGER_CHECKPOINT_LEAD_S"])
+    billed = completion + math.ceil(rate * live_config().ledger_checkpoint_lead_s)
     cap = output_cap(call)
     return (billed if cap is None else max(completion, min(billed, cap))), True
 
@@ -123,7 +124,7 @@ def due_checkpoints(now: datetime) -> list[tuple[OpenRow, Checkpoint]]:
     """The checkpoints to write now: every call whose billed numbers changed since its
     last one, and a heartbeat of every other call last beaten ``LEDGER_HEARTBEAT_S`` ago."""
     clock, at = time.monotonic(), time.perf_counter()
-    heartbeat_s = float(settings.UBERLLM["LEDGER_HEARTBEAT_S"])
+    heartbeat_s = live_config().ledger_heartbeat_s
     due = []
     for call, mark in list(_live.items()):
         billed = (
@@ -139,7 +140,7 @@ def due_checkpoints(now: datetime) -> list[tuple[OpenRow, Checkpoint]]:
 
 async def _beat() -> None:
     while _live:
-        await asyncio.sleep(float(settings.UBERLLM["LEDGER_CHECKPOINT_S"]))
+        await asyncio.sleep(live_config().ledger_checkpoint_s)
         due = due_checkpoints(timezone.now())
         if due:
             queue_checkpoints(due)

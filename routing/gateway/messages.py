@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import orjson
-from django.conf import settings
 
 from billing.auth import KeyPrincipal
 from providers.protocols import anthropic_messages as wire
@@ -29,6 +28,7 @@ from providers.protocols import openai_chat
 from providers.protocols.types import ProtocolError
 
 from ..catalog import catalog_cache
+from ..config import live_config
 from ..errors import OVERLOADED, GatewayError
 from ..memory import memory
 from ..request import ChatRequest, chat_request_from, loads
@@ -123,7 +123,7 @@ def _protocol_error(exc: ProtocolError) -> GatewayError:
 
 
 def _raw_count(request: Any) -> int:
-    return memory.tokens.estimate(wire.count_text(request))
+    return memory.knowledge.tokens.estimate(wire.count_text(request))
 
 
 async def _count_tokens(request: Any, body_bytes: int, out: MessagesResponder) -> None:
@@ -132,7 +132,7 @@ async def _count_tokens(request: Any, body_bytes: int, out: MessagesResponder) -
     slug = request["model"].partition(":")[0]
     if await catalog_cache.get(slug) is None:
         raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
-    tokens = round(raw * memory.tokens.ratio(slug))
+    tokens = round(raw * memory.knowledge.tokens.ratio(slug))
     await out.json(200, orjson.dumps({"input_tokens": tokens}))
 
 
@@ -156,7 +156,7 @@ class MessagesApp(GatewayApp):
         self, scope: dict[str, Any], principal: KeyPrincipal, body: bytes, out: Responder
     ) -> Accepted | None:
         assert isinstance(out, MessagesResponder)
-        depth = settings.UBERLLM["MAX_JSON_DEPTH"]
+        depth = live_config().max_json_depth
         request = await per_message_work(len(body), loads, body, depth)
         try:
             if scope["path"].rstrip("/").endswith("/count_tokens"):

@@ -37,7 +37,7 @@ class LiveAttempt:
     pending: list[dict] = field(default_factory=list)  # rewritten chunks up to the first token
     started: float = 0.0
     error: UpstreamError | None = None  # why the attempt failed
-    counted: bool = False  # in memory.inflight (O3 concurrency caps) until closed
+    counted: bool = False  # in memory.knowledge.inflight (O3 concurrency caps) until closed
     aborted: bool = False  # closed because the client left: not the provider's failure
 
     @property
@@ -80,7 +80,7 @@ class LiveAttempt:
         at its endpoint (learnt concurrency caps, O3) until ``aclose``."""
         if not self.counted:
             self.counted = True
-            memory.inflight[self.route.endpoint_id] += 1
+            memory.knowledge.inflight[self.route.endpoint_id] += 1
 
     def abort(self) -> None:
         """Close the upstream connection at once (``aclose`` still follows)."""
@@ -91,7 +91,7 @@ class LiveAttempt:
     async def aclose(self) -> None:
         if self.counted:
             self.counted = False
-            memory.inflight[self.route.endpoint_id] -= 1
+            memory.knowledge.inflight[self.route.endpoint_id] -= 1
         if self.stream is not None:
             stream, self.stream = self.stream, None
             await stream.aclose()

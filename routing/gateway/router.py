@@ -1,64 +1,95 @@
-"""The live gateway's ``Router`` for the gateway session: the plan decides where to go
-(R4 retries over the plan, R3 hedge partner), and every event teaches the process's
-routing memory at once, shared with the other processes through the outbox.
+"""The live gateway's ``Router`` for the gateway session: the core's ``SmartRouter``
+(routing/core/router.py, the same rules the simulator routes with) driven for one
+request, and its ``Stores``:
 
-What a call teaches (the simulator's smart strategy learns the same):
-- a failure that marks (R2.7, ``classify_failure``) counts in the endpoint's recent
-  error rate (``memory.health``) and makes it unusable when ``Reliability`` says so (a
-  run of failures, low volume, or a rate far above its peers'); a stream the provider cut
-  after its first token counts the same way (``on_cut``);
-- a served call that ended whole gives a TTFT sample (R2.1) of the serving attempt, its
-  throughput, ends the endpoint's streak of refusals, remembers the prompt's prefixes at
-  that endpoint (R2.3) and calibrates the token estimates. A stream cut by its provider
-  teaches no speed (its TTFT said nothing of a call that failed);
-- a hedge loser costs its prompt at its prices, charged to the daily hedge budget;
-- with ``ROUTING_CONCURRENCY_CAPS``, a 429 teaches the endpoint a concurrency cap (0.9 x
-  this process's calls still in flight there, ``core.capacity``); while the calls in
-  flight reach it, plans put the endpoint last (spill-over before the provider refuses).
+- ``hedge_budget_left``: the process's snapshot of the database's budget;
+  ``reserve``: True, since the shell makes the atomic reservation as the hedge leg opens
+  (``call.py``: ``hedge_budget_reserve``, refused legs never start);
+- ``emit``: the lessons are learnt by the process's knowledge at once
+  (``memory.knowledge.learn``), shared with the other processes through the outbox
+  (speed samples, marks, prompt prefixes), and a hedge race's settlement is kept for the
+  shell to write once the call is over (``settlements``: the losers' billed cost).
+
+What is left here is live I/O: the attempt record's usage, the billing-exact cost of a
+hedge loser (Decimal), the outbox rows and a ``models`` fallback's re-plan.
 """
 
 from __future__ import annotations
 
+import random
 import time
+from collections.abc import Sequence
 from decimal import Decimal
-
-from django.conf import settings
 
 from billing.pricing import call_cost
 from common.lean_sql import new_row
 
-from .. import budget
 from ..catalog import EndpointRoute
-from ..core.hedge import NO_HEDGE, HedgeDecision, hedge_partner, hedge_policy
-from ..core.retry import RetryPolicy, classify_failure
-from ..core.router import failure_kind
-from ..core.session import GatewaySession, Leg, Step
-from ..core.speed import mostly_cached
-from ..core.types import RouteChoice, bucket_for
+from ..core.hedge import HedgeDecision
+from ..core.knowledge import RoutingKnowledge
+from ..core.lessons import HedgeSettled, Lesson, Served
+from ..core.router import ServedCall, SmartRouter
+from ..core.session import GatewaySession, HedgeStart, Leg, Step
+from ..core.types import RouteChoice
 from ..memory import memory
 from ..models import SpeedSample
-from ..outbox import MarkLesson, mark_writer, prefix_writer, sample_writer
+from ..outbox import OUTBOX, Outbox, shared_mark
 from .accept import Accepted, replan
+
+_rng = random.Random()
+
+
+class LiveStores:
+    """The core router's ``Stores`` for one live request (see the module doc)."""
+
+    def __init__(self, knowledge: RoutingKnowledge, outbox: Outbox = OUTBOX) -> None:
+        self.knowledge = knowledge
+        self.outbox = outbox
+        self.settlements: list[tuple[Decimal, Decimal]] = []  # (reserved, spent) to settle
+
+    def hedge_budget_left(self, day: int) -> float:
+        return memory.hedge_budget_left(day)
+
+    def reserve(self, usd: float, day: int) -> bool:
+        return True  # the shell reserves atomically in the database as the leg opens
+
+    def emit(self, lessons: Sequence[Lesson], now: float) -> None:
+        knowledge, outbox = self.knowledge, self.outbox
+        for lesson in lessons:
+            if type(lesson) is HedgeSettled:
+                spent = Decimal(str(lesson.spent))  # never above the reservation
+                self.settlements.append((Decimal(str(lesson.reserved)), spent))
+                continue
+            for mark in knowledge.learn(lesson, now):
+                outbox.marks.put(shared_mark(mark, now, knowledge.config.unusable_window_s))
+            if type(lesson) is Served:
+                share_served(lesson, now, outbox)
 
 
 class LiveRouter:
-    """One request's router (see the module doc)."""
+    """One request's router: the session's ``Router`` over the core's (module doc)."""
 
     def __init__(self, accepted: Accepted) -> None:
         self.accepted = accepted
-        self.policy = RetryPolicy(max_attempts=settings.UBERLLM["MAX_ATTEMPTS"])
-        self.hedge_cost_usd = Decimal(0)
-        self.settlements: list[tuple[Decimal, Decimal]] = []  # (reserved, spent) to settle
+        knowledge = memory.current()
+        self.stores = LiveStores(knowledge)
+        self.core = SmartRouter(knowledge.config, knowledge, self.stores, _rng)
+        self.hedge_cost_usd = Decimal(0)  # the hedge losers' billed cost (the row's)
+        self.race: HedgeStart | None = None
         self.stopped = False  # a failure another endpoint cannot fix
         self.model_start = 0  # session.tried index where the current model's attempts start
 
-    # --- where to go ---------------------------------------------------------------------
+    # --- where to go -----------------------------------------------------------------------
     def _next(self, session: GatewaySession) -> Step | None:
         if self.stopped:
             return None
-        tried = session.tried[self.model_start :]
-        choice = self.policy.next_choice(self.accepted.plan, tried)
-        return None if choice is None else (choice.endpoint.endpoint_id, 0.0)
+        return self.core.next_attempt(self.accepted.plan, session.tried, self.model_start)
+
+    def first(self, session: GatewaySession, now: float) -> Step | None:
+        return self._next(session)
+
+    def next_attempt(self, session: GatewaySession, now: float) -> Step | None:
+        return self._next(session)
 
     def next_model(self, session: GatewaySession, now: float) -> Accepted | None:
         """Every endpoint of the model failed before the first token: the request on its
@@ -73,126 +104,117 @@ class LiveRouter:
         self.model_start = len(session.tried)
         return accepted
 
-    def first(self, session: GatewaySession, now: float) -> Step | None:
-        return self._next(session)
-
-    def next_attempt(self, session: GatewaySession, now: float) -> Step | None:
-        return self._next(session)
-
-    def hedge_decision(self, session: GatewaySession, now: float) -> HedgeDecision:
-        conf = settings.UBERLLM
-        if conf["HEDGE_DAILY_BUDGET_USD"] <= 0:
-            return NO_HEDGE
-        return hedge_policy(
-            self.accepted.plan.bucket, self.accepted.chat.stream, float("inf"), 0.0,
-            delayed_from_tokens=conf["HEDGE_DELAYED_FROM_TOKENS"],
-            immediate_from_tokens=conf["HEDGE_IMMEDIATE_FROM_TOKENS"],
-            delay_s=conf["HEDGE_DELAY_S"],
-        )  # fmt: skip
-
     def choice(self, endpoint_id: int) -> RouteChoice:
         return next(c for c in self.accepted.plan.choices if c.endpoint_id == endpoint_id)
 
     def route(self, endpoint_id: int) -> EndpointRoute:
         return self.accepted.model.by_id[endpoint_id]
 
+    def timeout_s(self, endpoint_id: int) -> float | None:
+        """The first-token budget of an attempt (``SmartRouter.timeout_s``)."""
+        return self.core.timeout_s(self.accepted.plan, endpoint_id)
+
+    # --- hedging (R3) ----------------------------------------------------------------------
+    def hedge_decision(self, session: GatewaySession, now: float) -> HedgeDecision:
+        return self.core.hedge_decision(self.accepted.plan, self.accepted.chat.stream)
+
+    def start_hedge(self, session: GatewaySession, now: float) -> HedgeStart | None:
+        if session.primary is None:
+            return None
+        accepted = self.accepted
+        primary = session.primary.endpoint_id
+        plan, features, tried = accepted.plan, accepted.features, session.tried
+        now_unix = time.time()
+        self.race = self.core.start_hedge(
+            plan, features, primary, tried, now_unix, self.model_start
+        )
+        return self.race
+
+    def end_hedge(self, session: GatewaySession, now: float) -> None:
+        race, self.race = self.race, None
+        if race is not None:
+            self.core.end_hedge(race, session.hedge_cost, time.time())
+
     def loser_cost(self, endpoint_id: int) -> Decimal:
-        """What a cancelled leg costs: the prompt it was sent, at its input/cache prices."""
+        """What a cancelled leg is billed: the prompt it was sent, at its input/cache prices."""
         accepted = self.accepted
         return call_cost(
             prices=self.route(endpoint_id).prices,
             prompt_tokens=accepted.prompt_tokens_estimate,
-            cached_tokens=accepted.cached_tokens.get(endpoint_id, 0), completion_tokens=0,
-        )  # fmt: skip
+            cached_tokens=accepted.cached_tokens.get(endpoint_id, 0),
+            completion_tokens=0,
+        )
 
-    def start_hedge(self, session: GatewaySession, now: float) -> int | None:
-        """The partner if the budget left (snapshot) covers either leg losing; the shell
-        makes the atomic reservation before the leg opens."""
-        attempts = len(session.tried) - self.model_start
-        if attempts >= self.policy.max_attempts or session.primary is None:
-            return None
-        partner = hedge_partner(self.accepted.plan, self.choice(session.primary.endpoint_id))
-        if partner is None or partner.endpoint_id in session.tried:
-            return None
-        reserve = max(self.loser_cost(session.primary.endpoint_id),
-                      self.loser_cost(partner.endpoint_id))  # fmt: skip
-        if float(reserve) > memory.hedge_budget_left(budget.utc_today()):
-            return None
-        session.hedge_reserved = float(reserve)
-        return partner.endpoint_id
+    def on_cancel(self, session: GatewaySession, leg: Leg) -> float:
+        self.hedge_cost_usd += self.loser_cost(leg.endpoint_id)
+        return self.core.on_cancel(self.route(leg.endpoint_id).info, self.accepted.features)
 
-    def end_hedge(self, session: GatewaySession, now: float) -> None:
-        reserved = Decimal(str(session.hedge_reserved))
-        self.settlements.append((reserved, min(self.hedge_cost_usd, reserved)))
-
-    # --- what it teaches -----------------------------------------------------------------
-    def on_cancel(self, session: GatewaySession, leg: Leg) -> None:
-        cost = self.loser_cost(leg.endpoint_id)
-        self.hedge_cost_usd += cost
-        session.hedge_cost += float(cost)
-
+    # --- what it teaches -------------------------------------------------------------------
     def on_first_token(self, session: GatewaySession, leg: Leg, now: float) -> None:
         return None
 
     def on_failure(self, session: GatewaySession, leg: Leg, now: float) -> None:
         if leg.kind == "request":  # not sent: the gateway cannot encode it for this upstream
             return  # the request's error (another protocol may take it): nothing to learn
-        kind, status = failure_kind(leg.kind, leg.status)
-        if status == 429 and settings.UBERLLM.get("ROUTING_CONCURRENCY_CAPS"):
-            # O3: the provider refused one more than the calls still in flight there
-            memory.caps.refused(leg.endpoint_id, memory.inflight[leg.endpoint_id], time.time())
-        verdict = classify_failure(status, kind)
-        if verdict.mark_unusable:
-            self._count_failure(leg.endpoint_id)
-        if not verdict.retry:
+        peers = tuple(self.accepted.model.by_id)
+        _, retry = self.core.on_failure(leg.endpoint_id, leg.kind, leg.status, peers, time.time())
+        if not retry:
             self.stopped = True
 
     def on_cut(self, session: GatewaySession, leg: Leg, now: float) -> None:
-        """The provider cut the stream after its first token: a failure (its TTFT is no
-        healthy sample, and none is recorded). To be called by the session when a served
-        leg ends incomplete."""
-        self._count_failure(leg.endpoint_id)
-
-    def _count_failure(self, endpoint_id: int) -> None:
-        now = time.time()
-        if memory.health.failed(endpoint_id, now, self.accepted.model.by_id):
-            until, strikes = memory.mark(endpoint_id, now)
-            keep = until - now + settings.UBERLLM["UNUSABLE_WINDOW_S"]
-            mark_writer.put(MarkLesson(endpoint_id, until, strikes, keep))
+        """The provider cut the stream after its first token: a failure, no sample."""
+        self.core.on_cut(leg.endpoint_id, tuple(self.accepted.model.by_id), time.time())
 
     def on_success(self, session: GatewaySession, leg: Leg, now: float) -> None:
         """``leg.data`` is the shell's attempt record (ttft_ms, duration_ms, usage)."""
-        attempt, accepted = leg.data, self.accepted
-        slug = accepted.model.info.slug
-        prompt, cached, completion, estimated = attempt.usage_numbers(accepted)
-        memory.health.served(leg.endpoint_id, time.time())
-        memory.caps.served(leg.endpoint_id)
-        if memory.served(leg.endpoint_id):
-            mark_writer.put(MarkLesson(leg.endpoint_id, 0.0, 0, 1.0))
-        if attempt.ttft_ms is not None:
-            streaming_s = ((attempt.duration_ms or 0) - attempt.ttft_ms) / 1000
-            tps = completion / streaming_s if completion > 1 and streaming_s > 0 else None
-            bucket = bucket_for(prompt or accepted.prompt_tokens_estimate)
-            # A plain row, not a model instance: built on the event loop for every call.
-            sample = new_row(
-                SpeedSample, endpoint_id=leg.endpoint_id, bucket=bucket,
-                ttft_ms=attempt.ttft_ms, prompt_tokens=prompt, output_tokens_per_s=tps,
-                cached=mostly_cached(cached, prompt or accepted.prompt_tokens_estimate),
-            )  # fmt: skip
-            sample_writer.put(sample)
-        if not estimated:
-            memory.tokens.observe(slug, accepted.raw_prompt_tokens, prompt)
-            cap = accepted.chat.max_tokens
-            if cap is None or completion < cap:  # a reply cut at max_tokens says nothing
-                memory.output_lengths.observe(slug, leg.endpoint_id, completion)
-            memory.outputs.observe(slug, accepted.plan.bucket, completion)
-        self._remember_prefixes(leg.endpoint_id)
+        self.core.on_success(served_call(self.accepted, leg), time.time())
 
-    def _remember_prefixes(self, endpoint_id: int) -> None:
-        hashes = self.accepted.prefix_hashes
-        if not hashes:
-            return
-        expires_at = time.time() + self.route(endpoint_id).cache_ttl_s
-        for prefix_hash in {hashes[0][0], hashes[-1][0]}:
-            memory.remember_prefix(prefix_hash, endpoint_id, expires_at)
-            prefix_writer.put((prefix_hash, endpoint_id, expires_at))
+
+def served_call(accepted: Accepted, leg: Leg) -> ServedCall:
+    """What the gateway saw of a served call: the attempt's usage (reported, else
+    estimated) and timings; the prompt's first and last prefixes are remembered."""
+    attempt = leg.data
+    prompt, cached, completion, estimated = attempt.usage_numbers(accepted)
+    ttft_ms = attempt.ttft_ms
+    hashes = accepted.prefix_hashes
+    prefixes = ()
+    if hashes:
+        first, last = hashes[0][0], hashes[-1][0]
+        prefixes = (first,) if first == last else (first, last)
+    return ServedCall(
+        endpoint_id=leg.endpoint_id,
+        model=accepted.model.info.slug,
+        bucket=accepted.plan.bucket,
+        ttft_s=None if ttft_ms is None else ttft_ms / 1000,
+        streaming_s=0.0 if ttft_ms is None else ((attempt.duration_ms or 0) - ttft_ms) / 1000,
+        raw_prompt_tokens=accepted.raw_prompt_tokens,
+        prompt_estimate=accepted.prompt_tokens_estimate,
+        prompt=prompt,
+        cached=cached,
+        completion=completion,
+        estimated=estimated,
+        max_tokens=accepted.chat.max_tokens,
+        prefixes=prefixes,
+        cache_ttl_s=accepted.model.by_id[leg.endpoint_id].cache_ttl_s,
+    )
+
+
+def share_served(lesson: Served, now: float, outbox: Outbox = OUTBOX) -> None:
+    """A served call's speed sample (for the other processes' speed summaries) and the
+    prefixes it cached, through the outbox."""
+    if lesson.ttft_s is not None:
+        # A plain row, not a model instance: built on the event loop for every call.
+        sample = new_row(
+            SpeedSample,
+            endpoint_id=lesson.endpoint_id,
+            bucket=lesson.sample_bucket,
+            ttft_ms=round(lesson.ttft_s * 1000),
+            prompt_tokens=lesson.prompt_tokens,
+            output_tokens_per_s=lesson.tps,
+            cached=lesson.cached,
+        )
+        outbox.samples.put(sample)
+    if lesson.prefixes:
+        expires_at = now + lesson.cache_ttl_s
+        for prefix_hash in lesson.prefixes:
+            outbox.prefixes.put((prefix_hash, lesson.endpoint_id, expires_at))

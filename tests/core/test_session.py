@@ -8,6 +8,7 @@ from routing.core.session import (
     Done,
     GatewaySession,
     GiveUp,
+    HedgeStart,
     Leg,
     OpenLeg,
     Serve,
@@ -42,15 +43,14 @@ class ScriptRouter:
     def start_hedge(self, session, now):
         if self.partner is None:
             return None
-        session.hedge_reserved = 0.5
-        return self.partner
+        return HedgeStart(self.partner, 0.5, 7)
 
     def end_hedge(self, session, now):
         self.calls.append(("end_hedge", session.hedge_cost))
 
     def on_cancel(self, session, leg):
-        session.hedge_cost += 0.1
         self.calls.append(("cancel", leg.no))
+        return 0.1
 
     def on_first_token(self, session, leg, now):
         self.calls.append(("first_token", leg.no))
@@ -92,6 +92,7 @@ def test_first_token_wins_the_race_and_the_reservation_is_settled_once():
     session = GatewaySession("request", router)
     primary, hedge = session.start(0.0)
     assert hedge.leg.hedge_leg and hedge.reserve_usd == 0.5 and session.hedged
+    assert (session.hedge_reserved, session.hedge_day) == (0.5, 7)  # kept by the session
     actions = session.first_token(2, 0.8)
     assert actions == [CancelLeg(primary.leg, lost=True), Serve(hedge.leg)]
     assert session.first_token(1, 0.9) == []  # the cancelled leg's late token is ignored

@@ -61,18 +61,19 @@ def test_a_429_teaches_a_cap_and_traffic_spills_over_before_the_next_refusal(
     emulator.control("alpha", concurrency_cap=1, ttft_base_s=3)  # one slot, held ~3 s
     first: dict[str, str] = {}
     holder = _holder(gateway, tenant, first)
-    _wait(lambda: memory.inflight[alpha] == 1)
+    _wait(lambda: memory.knowledge.inflight[alpha] == 1)
     # alpha refuses one more (429): retried elsewhere, and the cap is learnt
     assert _served(client, fresh(SHORT)) != "alpha"
     assert _refusals(emulator) == 1
-    assert memory.caps.cap(alpha, time.time()) == 1.0
-    assert alpha not in memory.unusable(time.time())  # not marked: the cap decides
+    assert memory.knowledge.caps.cap(alpha, time.time()) == 1.0
+    # not marked: the cap decides
+    assert alpha not in memory.knowledge.marks.unusable_ids(time.time())
     # alpha still busy with our call: the next request goes elsewhere at once
     assert _served(client, fresh(SHORT)) != "alpha"
     assert _refusals(emulator) == 1
     holder.join(timeout=30)
     assert first["slug"] == "alpha"
-    assert memory.inflight[alpha] == 0
+    assert memory.knowledge.inflight[alpha] == 0
     emulator.control("alpha", ttft_base_s=0)
     assert _served(client, fresh(SHORT)) == "alpha"  # the slot is free: cheapest again
     assert _refusals(emulator) == 1
@@ -82,11 +83,11 @@ def test_without_the_setting_nothing_is_learnt(client, gateway, tenant, emulator
     alpha = market["alpha"].id
     emulator.control("alpha", concurrency_cap=1, ttft_base_s=2)
     holder = _holder(gateway, tenant, {})
-    _wait(lambda: memory.inflight[alpha] == 1)
+    _wait(lambda: memory.knowledge.inflight[alpha] == 1)
     assert _served(client, fresh(SHORT)) != "alpha"  # refused, retried elsewhere
     holder.join(timeout=30)
-    assert memory.caps.cap(alpha, time.time()) is None
-    assert memory.inflight[alpha] == 0
+    assert memory.knowledge.caps.cap(alpha, time.time()) is None
+    assert memory.knowledge.inflight[alpha] == 0
 
 
 def test_calls_in_flight_are_counted_down_when_the_client_goes_away(gateway, tenant, market,
@@ -102,6 +103,6 @@ def test_calls_in_flight_are_counted_down_when_the_client_goes_away(gateway, ten
     body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True}
     sock = _raw_request(gateway, tenant.key, body)
     _read_until(sock, b'"content":"')
-    assert memory.inflight[alpha] == 1
+    assert memory.knowledge.inflight[alpha] == 1
     sock.close()
-    _wait(lambda: memory.inflight[alpha] == 0)
+    _wait(lambda: memory.knowledge.inflight[alpha] == 0)

@@ -31,14 +31,14 @@ def test_a_provider_that_rambles_is_priced_by_its_replies(client, emulator, mark
     emulator.control("alpha", default_output_tokens=120)
     for slug in ("bravo", "charlie"):
         emulator.control(slug, default_output_tokens=40)
-    memory.output_lengths = OutputLengths(min_calls=3)  # a few calls suffice here
+    memory.knowledge.output_lengths = OutputLengths(min_calls=3)  # a few calls suffice here
     assert _call(client)[0] == "alpha"  # cheapest per token, nothing learnt yet
     for slug in ("alpha", "bravo", "charlie"):
         for _ in range(3):
             _call(client, order=[slug], allow_fallbacks=False)
     wait_finished_rows(10)
     wait_background_idle()
-    factors = memory.output_lengths.factors(TEST_MODEL)
+    factors = memory.knowledge.output_lengths.factors(TEST_MODEL)
     alpha, bravo = factors[market["alpha"].id], factors[market["bravo"].id]
     assert alpha / bravo == pytest.approx(3.0)  # 120 against 40 tokens a reply
     provider, tokens = _call(client)

@@ -229,9 +229,11 @@ def test_a_provider_refusing_for_hours_still_answers_an_upstream_error(client, e
 
     alpha = market["alpha"].id
     emulator.control("alpha", status_override=503)
-    memory.strikes[alpha] = 5_000  # as after hours of refusals (a streak only grows)
+    marks = memory.knowledge.marks
+    marks.merge(alpha, 0.0, 5_000)  # as after hours of refusals (a streak only grows)
     with pytest.raises(openai.APIStatusError) as refused:
         _served(client, fresh(SHORT), order=["alpha"], allow_fallbacks=False)
     assert refused.value.status_code == 503
     assert refused.value.body["code"] == "upstream_overloaded"
-    assert memory.unusable_until[alpha] > time.time() + 0.9 * settings.UBERLLM["UNUSABLE_WINDOW_S"]
+    assert marks.strikes(alpha) == 5_001
+    assert marks.until(alpha) > time.time() + 0.9 * settings.UBERLLM["UNUSABLE_WINDOW_S"]

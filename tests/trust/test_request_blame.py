@@ -61,10 +61,10 @@ def post_messages(gateway, key: str, content: bytes, path: str = "/messages") ->
 
 def health() -> tuple:
     """What the process learnt about endpoints' health: marks, strikes, failure tallies."""
-    tallies = memory.health._tallies
+    knowledge = memory.knowledge
+    tallies = knowledge.health._tallies
     return (
-        dict(memory.unusable_until),
-        dict(memory.strikes),
+        *knowledge.marks.state(),
         {eid: (t.streak, t.failed > 0) for eid, t in tallies.items()},
     )
 

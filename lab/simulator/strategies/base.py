@@ -28,7 +28,7 @@ from routing.core import (
     plan_route,
 )
 from routing.core.hedge import NO_HEDGE
-from routing.core.session import Step
+from routing.core.session import HedgeStart, Step
 from routing.core.types import EndpointInfo, ModelInfo, RequestFeatures, RoutePlan
 
 from ..market import Market
@@ -89,15 +89,15 @@ class Strategy:
     def hedge_decision(self, run: Run, now: float) -> HedgeDecision:
         return NO_HEDGE
 
-    def start_hedge(self, run: Run, now: float) -> int | None:
+    def start_hedge(self, run: Run, now: float) -> HedgeStart | None:
         return None
 
     def end_hedge(self, run: Run, now: float) -> None:
         return None
 
-    def on_cancel(self, run: Run, leg: Leg) -> None:
-        """A hedge leg lost the race and was cancelled before its first token."""
-        return None
+    def on_cancel(self, run: Run, leg: Leg) -> float:
+        """A hedge leg lost the race and was cancelled before its first token: its cost."""
+        return 0.0
 
     def on_first_token(self, run: Run, leg: Leg, now: float) -> None:
         return None

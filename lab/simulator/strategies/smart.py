@@ -64,24 +64,20 @@ class Smart(LearnsFromCalls, Strategy):
             return NO_HEDGE
         return self.router.hedge_decision(run.plan, run.request.stream)
 
-    def start_hedge(self, run: Run, now: float) -> int | None:
+    def start_hedge(self, run: Run, now: float) -> HedgeStart | None:
         primary = run.primary.endpoint_id
         start = self.router.start_hedge(run.plan, run.scratch, primary, run.tried, self.sim.epoch())
-        if start is None:
-            return None
-        self.races[run.request.index] = start
-        run.hedge_reserved, run.hedge_day = start.reserve_usd, start.day
-        return start.endpoint_id
+        if start is not None:
+            self.races[run.request.index] = start
+        return start
 
     def end_hedge(self, run: Run, now: float) -> None:
         start = self.races.pop(run.request.index, None)
         if start is not None:
             self.router.end_hedge(start, run.hedge_cost, now)
 
-    def on_cancel(self, run: Run, leg: Leg) -> None:
-        run.hedge_cost += self.router.on_cancel(
-            self._choice(run, leg.endpoint_id).endpoint, run.scratch
-        )
+    def on_cancel(self, run: Run, leg: Leg) -> float:
+        return self.router.on_cancel(self._choice(run, leg.endpoint_id).endpoint, run.scratch)
 
     def _choice(self, run: Run, endpoint_id: int) -> RouteChoice:
         return next(c for c in run.plan.choices if c.endpoint.endpoint_id == endpoint_id)
