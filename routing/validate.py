@@ -54,7 +54,7 @@ MAX_JSON_INT = 2**64 - 1  # the largest integer orjson reads as one
 
 
 # --- JSON nesting --------------------------------------------------------------------------
-DEFAULT_MAX_JSON_DEPTH = 128  # settings.UBERLLM["MAX_JSON_DEPTH"]
+DEFAULT_MAX_JSON_DEPTH = 128  # the MAX_JSON_DEPTH setting (routing/config.py LiveConfig)
 ENCODER_MAX_DEPTH = 254  # orjson.dumps refuses deeper ("Recursion limit reached")
 _chains = threading.local()  # per thread: (limit, outer list, innermost list)
 

@@ -18,13 +18,13 @@ from collections.abc import Iterable
 from typing import Any
 
 import orjson
-from django.conf import settings
 
 from billing.auth import KeyPrincipal
 from providers.protocols import openai_chat
 from providers.protocols import openai_responses as wire
 from providers.protocols.types import ProtocolError
 
+from ..config import live_config
 from ..errors import GatewayError
 from ..request import ChatRequest, chat_request_from, loads
 from .accept import Accepted, accept_chat
@@ -109,7 +109,7 @@ class ResponsesApp(GatewayApp):
         self, scope: dict[str, Any], principal: KeyPrincipal, body: bytes, out: Responder
     ) -> Accepted | None:
         assert isinstance(out, ResponsesResponder)
-        depth = settings.UBERLLM["MAX_JSON_DEPTH"]
+        depth = live_config().max_json_depth
         request = await per_message_work(len(body), loads, body, depth)
         try:
             chat = await per_message_work(len(body), _chat_request, request)

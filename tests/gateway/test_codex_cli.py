@@ -78,7 +78,7 @@ def test_codex_completes_a_turn(gateway, tenant, emulator, tmp_path):
     (call,) = emulator.log()
     assert call["status"] == "completed" and call["stream"] is True
     wait_background_idle()
-    row = Activity.objects.get(model_slug=TEST_MODEL)  # billed and listed like a chat call
+    row = Activity.unscoped_objects.get(model_slug=TEST_MODEL)  # billed and listed like a chat call
     assert (row.status, row.stream, row.completion_tokens) == ("success", True, 8)
 
 
