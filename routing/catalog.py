@@ -17,7 +17,7 @@ from django.conf import settings
 from common.aio import db_call, run_in_background
 from providers.credentials import authorization_for
 from providers.models import Endpoint
-from providers.protocols import upstream_path
+from providers.protocols import upstream_path, usage_dialect
 
 from .core.types import EndpointInfo, ModelInfo
 
@@ -36,6 +36,7 @@ class EndpointRoute:
     prices: dict[str, Decimal]
     cache_ttl_s: int
     protocol: str = "openai_chat"  # the wire format the upstream speaks (providers/protocols)
+    usage_dialect: str = "openai"  # how its usage is read (providers/protocols/usage.py)
 
     @property
     def endpoint_id(self) -> int:
@@ -78,6 +79,7 @@ def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
         prices=prices,
         cache_ttl_s=endpoint.cache_ttl_s,
         protocol=endpoint.protocol,
+        usage_dialect=usage_dialect(endpoint.protocol, endpoint.usage_dialect),
     )
 
 
