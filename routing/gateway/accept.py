@@ -252,7 +252,7 @@ def plan_request(
     options = _options(chat)
     slug = model.info.slug
     raw, raw_hashes = measured if measured is not None else measure_prompt(chat.messages)
-    ratio = memory.tokens.ratio(slug)
+    ratio = memory.tokens.ratio(slug, raw)
     prompt_tokens = round(raw * ratio)
     hashes = [(h, round(t * ratio)) for h, t in raw_hashes]
     now = time.time()
