@@ -449,6 +449,7 @@ class LiveCall:
         record.outcome = f"{error.kind}_error"
         record.http_status = error.status
         record.error_message = error.message
+        record.retry_after_s = error.retry_after_s
         record.duration_ms = int((time.perf_counter() - attempt.started) * 1000)
         attempt.error = error
 
