@@ -40,6 +40,9 @@ class AttemptResult:
     duration_ms: int | None = None
     hedge_leg: bool = False
     platform_cost_usd: Decimal = Decimal(0)
+    # A refusal's Retry-After (or its exhausted rate limit's reset), seconds: when the
+    # provider said to try the endpoint again (providers.refusals; not stored).
+    retry_after_s: float | None = None
 
 
 @dataclass(slots=True)

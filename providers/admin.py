@@ -72,9 +72,9 @@ class EndpointInline(CompactEndpointInlineMixin, admin.TabularInline):
     model = Endpoint
     form = EndpointAdminForm
     extra = 0
-    # Credentials and the protocol are entered on the endpoint's own page, whose list
-    # shows them; the inline stays narrow enough for a 1366 px screen (an endpoint added
-    # here speaks openai_chat until changed there).
+    # Credentials, the protocol and the usage dialect are entered on the endpoint's own
+    # page, whose list shows them; the inline stays narrow enough for a 1366 px screen
+    # (an endpoint added here speaks openai_chat, usage dialect openai, until changed there).
     fields = (
         "provider", "base_url", "credential_env", "context_length", "price_input",
         "price_cache_read", "price_cache_write", "price_output", "cache_ttl_s", "enabled",
@@ -98,10 +98,10 @@ class ProviderAdmin(admin.ModelAdmin):
 class EndpointAdmin(EndpointToolsMixin, admin.ModelAdmin):
     form = EndpointAdminForm
     list_display = (
-        "model", "provider", "protocol", "price_input", "price_cache_read", "price_output",
-        "context_length", credential_stored, "enabled",
+        "model", "provider", "protocol", "usage_dialect", "price_input", "price_cache_read",
+        "price_output", "context_length", credential_stored, "enabled",
     )  # fmt: skip
-    list_filter = ("provider", "model", "protocol", "enabled")
+    list_filter = ("provider", "model", "protocol", "usage_dialect", "enabled")
     readonly_fields = (credential_stored,)
     actions = ["test_endpoints"]
 

@@ -70,9 +70,10 @@ class EndpointForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if "protocol" in self.fields:
-            # A form posted without it (an older script) keeps the endpoint's protocol.
-            self.fields["protocol"].required = False
+        for name in ("protocol", "usage_dialect"):
+            if name in self.fields:
+                # A form posted without it (an older script) keeps the endpoint's value.
+                self.fields[name].required = False
         field = self.fields.get("supported_parameters")
         if field is None:
             return
@@ -84,6 +85,9 @@ class EndpointForm(forms.ModelForm):
 
     def clean_protocol(self) -> str:
         return self.cleaned_data.get("protocol") or self.instance.protocol or "openai_chat"
+
+    def clean_usage_dialect(self) -> str:
+        return self.cleaned_data.get("usage_dialect") or self.instance.usage_dialect or "openai"
 
     def save(self, commit: bool = True):
         if self.instance._state.adding and "supported_parameters" not in self.fields:

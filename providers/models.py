@@ -9,6 +9,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from .credentials import validate_credential_env
+from .protocols.usage import ANTHROPIC, OPENAI, USAGE_DIALECT_CHOICES
 from .validators import validate_upstream_url
 
 PRICE = {
@@ -86,6 +87,15 @@ class Endpoint(models.Model):
         default="openai_chat",
         help_text="The wire format the upstream speaks (providers/protocols/).",
     )
+    usage_dialect = models.CharField(
+        max_length=16,
+        choices=USAGE_DIALECT_CHOICES,
+        default=OPENAI,
+        help_text="How the upstream reports usage (providers/protocols/usage.py): its "
+        "cached and cache-written tokens are read in this dialect and billed at their "
+        "prices. 'No usage': billed from the gateway's own count, marked estimated. An "
+        "Anthropic Messages endpoint always reads Anthropic's.",
+    )
     upstream_model = models.CharField(
         max_length=128, blank=True, help_text="Model name upstream, if not the catalog slug."
     )
@@ -122,3 +132,8 @@ class Endpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider.slug} / {self.model.slug}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self.protocol == "anthropic_messages":
+            self.usage_dialect = ANTHROPIC  # the protocol has one usage form

@@ -30,6 +30,7 @@ from providers.netguard import guarded_connector
 
 from . import protocols
 from .redact import redact
+from .refusals import Refusal, read_refusal
 
 _sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
 DONE = b"[DONE]"
@@ -45,13 +46,24 @@ MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 
 class UpstreamError(Exception):
-    """A failed upstream call. ``kind``: http, connect, timeout, protocol."""
+    """A failed upstream call. ``kind``: http, connect, timeout, protocol. A refused
+    answer (``kind`` http) carries what the provider said beyond its status
+    (``refusal``: its error code, ``Retry-After`` and rate-limit headers read,
+    ``providers.refusals``)."""
 
-    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+    def __init__(
+        self, kind: str, message: str, status: int | None = None, refusal: Refusal | None = None
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.status = status
+        self.refusal = refusal
+
+    @property
+    def retry_after_s(self) -> float | None:
+        """When the provider said to try it again (seconds), if it said."""
+        return self.refusal.retry_after_s if self.refusal is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +360,8 @@ async def open_stream(call: UpstreamCall) -> UpstreamStream:
         finally:
             response.close()
         message = _error_message(body, response.status, call.authorization)
-        raise UpstreamError("http", message, response.status)
+        refusal = read_refusal(response.status, response.headers, body)
+        raise UpstreamError("http", message, response.status, refusal)
     return UpstreamStream(response, protocols.upstream_reader(call.protocol))
 
 

@@ -15,7 +15,7 @@ from decimal import Decimal
 from common.aio import db_call, run_in_background
 from providers.credentials import authorization_for
 from providers.models import Endpoint
-from providers.protocols import upstream_path
+from providers.protocols import upstream_path, usage_dialect
 
 from .config import live_config
 from .core.types import EndpointInfo, ModelInfo
@@ -35,6 +35,7 @@ class EndpointRoute:
     prices: dict[str, Decimal]
     cache_ttl_s: int
     protocol: str = "openai_chat"  # the wire format the upstream speaks (providers/protocols)
+    usage_dialect: str = "openai"  # how its usage is read (providers/protocols/usage.py)
 
     @property
     def endpoint_id(self) -> int:
@@ -77,6 +78,7 @@ def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
         prices=prices,
         cache_ttl_s=endpoint.cache_ttl_s,
         protocol=endpoint.protocol,
+        usage_dialect=usage_dialect(endpoint.protocol, endpoint.usage_dialect),
     )
 
 

@@ -226,6 +226,12 @@ ENDPOINT = {
             "enum": ["openai_chat", "anthropic_messages"],
             "description": "The wire format the endpoint's upstream speaks.",
         },
+        "usage_dialect": {
+            "type": "string",
+            "enum": ["openai", "deepseek", "anthropic", "none"],
+            "description": "How the upstream reports usage (docs/api.md 'Usage dialects'); "
+            "'none': its calls are billed from the gateway's own count, marked estimated.",
+        },
         "context_length": {"type": "integer"},
         "supported_parameters": {"type": "array", "items": {"type": "string"}},
         "pricing": {"type": "object"},

@@ -33,6 +33,7 @@ def _endpoints(model, *, live: bool = False) -> list[dict]:
         {
             "provider": route.provider_slug,
             "protocol": route.protocol,
+            "usage_dialect": route.usage_dialect,
             **(_speed(route.endpoint_id) if live else {}),
             "context_length": route.info.context_length,
             "supported_parameters": sorted(route.info.supported_parameters),

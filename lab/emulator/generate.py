@@ -16,6 +16,7 @@ import orjson
 
 from . import scripted
 from .admission import ChatRequest
+from .dialects import in_dialect
 from .responses import DONE, JSON_TYPE, SSE_HEADERS, ChunkEncoder, Send, error_event, send_error
 from .state import ProviderState, finish_record
 from .timing import token_interval_s
@@ -70,10 +71,11 @@ def usage(
     record: dict[str, Any],
     completion_tokens: int,
     reasoning: int = 0,
-    override: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The OpenAI usage object for this request (``override``: the profile's
-    ``usage_override``, a provider misreporting it)."""
+    profile: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The usage object for this request in the profile's ``usage_dialect`` (None: the
+    provider reports none), with its ``usage_override`` (a provider misreporting it)
+    applied. The Messages route's replies are read as OpenAI's (it renders Anthropic's)."""
     prompt = record["prompt_tokens"]
     report = {
         "prompt_tokens": prompt,
@@ -82,7 +84,13 @@ def usage(
         "prompt_tokens_details": {"cached_tokens": record["cached_tokens"]},
         "completion_tokens_details": {"reasoning_tokens": reasoning},
     }
-    return {**report, **override} if override else report
+    profile = profile or {}
+    if record.get("protocol") != "anthropic_messages":
+        report = in_dialect(report, profile.get("usage_dialect", "openai"))
+    override = profile.get("usage_override")
+    if report is None or not override:
+        return report
+    return {**report, **override}
 
 
 async def run_completion(ex: Exchange, ttft_s: float) -> None:
@@ -116,8 +124,9 @@ async def _stream(
         await _cut_stream(ex)
         return
     tail = enc.finish(finish_reason)
-    if ex.request.include_usage:
-        tail += enc.usage(usage(record, n_tokens, override=ex.provider.profile["usage_override"]))
+    report = usage(record, n_tokens, profile=ex.provider.profile)
+    if ex.request.include_usage and report is not None:
+        tail += enc.usage(report)
     await ex.body(tail + DONE, more=False)
     finish_record(record, "completed", None)
 
@@ -173,9 +182,11 @@ async def _full(
                 "logprobs": None,
             }
         ],
-        "usage": usage(record, n_tokens, override=ex.provider.profile["usage_override"]),
+        "usage": usage(record, n_tokens, profile=ex.provider.profile),
         "system_fingerprint": None,
     }
+    if body["usage"] is None:
+        del body["usage"]
     payload = orjson.dumps(body)
     headers = [JSON_TYPE, (b"content-length", str(len(payload)).encode())]
     await ex.send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -199,9 +210,10 @@ async def run_scripted(ex: Exchange, ttft_s: float) -> None:
         message, forced = scripted.message(script, content)
         choice = {"index": 0, "message": message, "finish_reason": forced or finish_reason,
                   "logprobs": None}  # fmt: skip
-        body = {**head, "object": "chat.completion", "choices": [choice],
-                "usage": usage(record, total, script.reasoning_tokens,
-                       ex.provider.profile["usage_override"])}  # fmt: skip
+        body = {**head, "object": "chat.completion", "choices": [choice]}
+        report = usage(record, total, script.reasoning_tokens, ex.provider.profile)
+        if report is not None:
+            body["usage"] = report
         record["first_token_at"] = time.time()
         record["completion_tokens_sent"] = total
         await send_json_reply(ex, body)
@@ -216,15 +228,9 @@ async def run_scripted(ex: Exchange, ttft_s: float) -> None:
         await sleep(interval)
         await ex.body(event)
     tail = b""
-    if ex.request.include_usage:
-        last = {
-            **head,
-            "choices": [],
-            "usage": usage(
-                record, total, script.reasoning_tokens, ex.provider.profile["usage_override"]
-            ),
-        }
-        tail = b"data: " + orjson.dumps(last) + b"\n\n"
+    report = usage(record, total, script.reasoning_tokens, ex.provider.profile)
+    if ex.request.include_usage and report is not None:
+        tail = b"data: " + orjson.dumps({**head, "choices": [], "usage": report}) + b"\n\n"
     record["completion_tokens_sent"] = total
     await ex.body(tail + DONE, more=False)
     finish_record(record, "completed", None)

@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from .dialects import USAGE_DIALECTS
+
 PROVIDER_DEFAULTS: dict[str, Any] = {
     "api_key": None,
     "models": [],
@@ -40,6 +42,7 @@ PROVIDER_DEFAULTS: dict[str, Any] = {
     "cache_ttl_s": 300.0,
     "time_scale": None,
     "usage_override": None,
+    "usage_dialect": "openai",
 }
 
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -105,6 +108,8 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "time_scale": _opt(_num()),
     # A provider misreporting usage: these keys replace the usage object's (any JSON).
     "usage_override": _opt(lambda v: isinstance(v, dict)),
+    # How usage is reported (lab/emulator/dialects.py): openai, deepseek, anthropic, none.
+    "usage_dialect": lambda v: v in USAGE_DIALECTS,
 }
 _NESTED = ("jitter", "stall")
 

@@ -19,7 +19,14 @@ SSE_HEADERS: list[tuple[bytes, bytes]] = [
 ]
 DONE = b"data: [DONE]\n\n"
 
+RATE_LIMITED = [
+    (b"x-ratelimit-remaining-requests", b"0"),
+    (b"x-ratelimit-reset-requests", b"1s"),
+    (b"x-ratelimit-remaining-tokens", b"90000"),
+    (b"x-ratelimit-reset-tokens", b"6m0s"),
+]
 _ERROR_TYPES = {
+    402: ("insufficient_quota", "insufficient_quota"),
     400: ("invalid_request_error", "invalid_request"),
     401: ("authentication_error", "invalid_api_key"),
     404: ("invalid_request_error", "not_found"),
@@ -69,9 +76,10 @@ async def send_error(
     param: str | None = None,
     headers: Headers = (),
 ) -> None:
-    """Send an OpenAI-shaped error; 429s carry ``Retry-After: 1``."""
+    """Send an OpenAI-shaped error; 429s carry ``Retry-After: 1`` and OpenAI's
+    rate-limit headers (no request left, reset in 1 s)."""
     if status == 429:
-        headers = [*headers, (b"retry-after", b"1")]
+        headers = [*headers, (b"retry-after", b"1"), *RATE_LIMITED]
     await send_json(send, status, error_object(status, message, code, param), headers)
 
 

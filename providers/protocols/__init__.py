@@ -5,6 +5,8 @@
   and the neutral error (``ProtocolError``).
 - ``openai_chat``: OpenAI Chat Completions, the gateway's neutral request form and the
   wire format of ``openai_chat`` upstreams: chunks -> neutral events, errors.
+- ``usage``: one usage reader per upstream dialect (``openai``, ``deepseek``,
+  ``anthropic``, ``none``): the provider's usage object -> the form billing prices.
 - ``anthropic_messages``: Anthropic Messages, both ways: a client's request -> the
   neutral (OpenAI chat) request and neutral events -> Messages SSE / a Message (the
   ``/v1/messages`` API); and for ``anthropic_messages`` upstreams the neutral request
@@ -27,6 +29,7 @@ from typing import Any
 import orjson
 
 from . import anthropic_messages
+from .usage import ANTHROPIC
 
 OPENAI_CHAT = "openai_chat"
 ANTHROPIC_MESSAGES = "anthropic_messages"
@@ -71,6 +74,13 @@ def _plain(message: Any) -> Any:
     if not isinstance(message, dict) or OWN_MESSAGE_KEYS.isdisjoint(message):
         return message
     return {k: v for k, v in message.items() if k not in OWN_MESSAGE_KEYS}
+
+
+def usage_dialect(protocol: str, dialect: str) -> str:
+    """The usage dialect an endpoint's replies are read in: an ``anthropic_messages``
+    upstream always reports Anthropic's usage (its reader passes it on as is); an
+    OpenAI-compatible one the dialect its endpoint names."""
+    return ANTHROPIC if protocol == ANTHROPIC_MESSAGES else dialect
 
 
 def upstream_reader(protocol: str) -> anthropic_messages.UpstreamReader | None:

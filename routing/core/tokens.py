@@ -2,8 +2,10 @@
 
 Prompt: for each message, ceil(characters of its text / 4) + 4 (the emulator's
 formula; ``content`` is a string or a list of parts whose "text" fields count).
-Calibrated per model by an exponential moving average of reported / estimated
-prompt tokens, bounded to [0.5, 2.0].
+Calibrated per model and prompt-size bucket (``types.bucket_for`` of the raw estimate)
+by an exponential moving average of reported / estimated prompt tokens, bounded to
+[0.5, 2.0]: a ratio learnt on short prompts (chat templates weigh more there) never
+moves a long prompt's estimate, whose bucket starts uncalibrated (1.0).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from .types import bucket_for
 
 CHARS_PER_TOKEN = 4
 TOKENS_PER_MESSAGE = 4
@@ -39,13 +43,14 @@ def _ema(previous: float | None, sample: float, alpha: float) -> float:
 
 
 class TokenEstimator:
-    """Raw estimate from characters, calibrated per model by observed usage."""
+    """Raw estimate from characters, calibrated per (model, prompt-size bucket) by
+    observed usage."""
 
     def __init__(self, alpha: float = 0.2, min_ratio: float = 0.5, max_ratio: float = 2.0):
         self.alpha = alpha
         self.min_ratio = min_ratio
         self.max_ratio = max_ratio
-        self._ratio_by_model: dict[str, float] = {}
+        self._ratio_by_key: dict[tuple[str, str], float] = {}
 
     @staticmethod
     def estimate(messages: Iterable[Mapping[str, Any]]) -> int:
@@ -53,21 +58,25 @@ class TokenEstimator:
         return sum(message_tokens(message) for message in messages)
 
     def estimate_for(self, model: str, messages: Iterable[Mapping[str, Any]]) -> int:
-        """Estimate calibrated with the model's observed ratio."""
-        return round(self.estimate(messages) * self.ratio(model))
+        """Estimate calibrated with the ratio observed for the model at its size."""
+        raw = self.estimate(messages)
+        return round(raw * self.ratio(model, raw))
 
-    def ratio(self, model: str) -> float:
-        """reported / raw estimate for the model (1.0 until observed)."""
-        return self._ratio_by_model.get(model, 1.0)
+    def ratio(self, model: str, raw_tokens: int) -> float:
+        """reported / raw estimate for the model's prompts in the bucket of a
+        ``raw_tokens`` prompt (1.0 until observed there)."""
+        return self._ratio_by_key.get((model, bucket_for(max(raw_tokens, 0))), 1.0)
 
     def observe(self, model: str, estimated: int, reported: int) -> None:
         """Record a call: ``estimated`` = the raw estimate(), ``reported`` = the
-        provider's prompt_tokens. The first observation sets the ratio directly."""
+        provider's prompt_tokens; learnt in the raw estimate's bucket. The first
+        observation there sets the ratio directly."""
         if estimated <= 0 or reported <= 0:
             return
+        key = (model, bucket_for(estimated))
         sample = min(max(reported / estimated, self.min_ratio), self.max_ratio)
-        ratio = _ema(self._ratio_by_model.get(model), sample, self.alpha)
-        self._ratio_by_model[model] = min(max(ratio, self.min_ratio), self.max_ratio)
+        ratio = _ema(self._ratio_by_key.get(key), sample, self.alpha)
+        self._ratio_by_key[key] = min(max(ratio, self.min_ratio), self.max_ratio)
 
 
 class OutputEstimator:

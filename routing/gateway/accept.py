@@ -228,7 +228,7 @@ def plan_request(
     router = planner()
     slug = model.info.slug
     raw, raw_hashes = measured if measured is not None else measure_prompt(chat.messages)
-    ratio = router.knowledge.tokens.ratio(slug)
+    ratio = router.knowledge.tokens.ratio(slug, raw)
     hashes = [(h, round(t * ratio)) for h, t in raw_hashes]
     now = time.time()
     features = router.features(

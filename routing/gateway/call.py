@@ -442,6 +442,7 @@ class LiveCall:
         record.outcome = f"{error.kind}_error"
         record.http_status = error.status
         record.error_message = error.message
+        record.retry_after_s = error.retry_after_s
         record.duration_ms = int((time.perf_counter() - attempt.started) * 1000)
         attempt.error = error
 
@@ -549,7 +550,7 @@ class LiveCall:
             # Success is recorded before the last write: a client that received it all
             # and left at once is not a cancelled call.
             self.outcome = Outcome("success", 200, "")
-            await out.write(body + DONE, end=True)
+            await out.write(body + attempt.closing_usage(self.accepted) + DONE, end=True)
             return self.session.ended(leg.no, time.monotonic(), complete=True)
         except UpstreamError as exc:
             if attempt.aborted:  # the client left: the call is being cancelled (``_first``)
@@ -586,12 +587,7 @@ class LiveCall:
             await asyncio.shield(attempt.aclose())
         self._attempt_done(attempt, "success")
         body = assembler.completion()
-        cost, prompt, cached, completion, _ = attempt.cost(self.accepted)
-        if not body["usage"]:
-            body["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
-                             "total_tokens": prompt + completion,
-                             "prompt_tokens_details": {"cached_tokens": cached}}  # fmt: skip
-        body["usage"]["cost"] = float(cost)
+        body["usage"] = attempt.reply_usage(self.accepted)
         self.outcome = Outcome("success", 200, "")
         await self.out.json(200, orjson.dumps(body), self.accepted.request_id)
         return self.session.ended(leg.no, time.monotonic(), complete=True)

@@ -132,7 +132,7 @@ async def _count_tokens(request: Any, body_bytes: int, out: MessagesResponder) -
     slug = request["model"].partition(":")[0]
     if await catalog_cache.get(slug) is None:
         raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
-    tokens = round(raw * memory.knowledge.tokens.ratio(slug))
+    tokens = round(raw * memory.knowledge.tokens.ratio(slug, raw))
     await out.json(200, orjson.dumps({"input_tokens": tokens}))
 
 

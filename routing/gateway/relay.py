@@ -1,5 +1,10 @@
 """One upstream attempt as the live shell sees it, and the rewriting of its SSE chunks
-for the customer (one JSON parse and one dump per chunk)."""
+for the customer (one JSON parse and one dump per chunk).
+
+Usage is read where it comes (the provider's usage chunk, usually the last), in the
+endpoint's dialect (``providers.protocols.usage``), into the gateway's form; the client's
+reply shows that form, the cost billed and ``cost_estimated`` (docs/api.md "Usage
+dialects"), so the reply and the bill never disagree."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import orjson
 
 from billing.ledger import AttemptResult
 from billing.pricing import call_cost
+from providers.protocols.usage import UnreadableUsage, gateway_usage, read_usage
 from providers.redact import redact
 from providers.upstream import UpstreamError, UpstreamStream
 
@@ -68,6 +74,32 @@ class LiveAttempt:
         details = usage.get("prompt_tokens_details") or {}
         return int(details.get("cache_write_tokens") or 0)
 
+    def reply_usage(self, accepted) -> dict[str, Any]:
+        """The usage the client is shown: the billed counts (the provider's report read in
+        its dialect, else the gateway's estimate), their cost and whether it is estimated."""
+        cost, prompt, cached, completion, estimated = self.cost(accepted)
+        usage = self.rewriter.usage
+        if estimated or not usage:
+            usage = gateway_usage(prompt, cached, 0, completion)
+        return {**usage, "cost": float(cost), "cost_estimated": estimated}
+
+    def closing_usage(self, accepted) -> bytes:
+        """The usage event a stream ends with when the client asked for usage and none
+        was sent (the provider reported none, or its dialect is ``none``): the
+        gateway's own count, ``cost_estimated: true``. Else b""."""
+        if not accepted.chat.include_usage or self.rewriter.usage_sent:
+            return b""
+        chunk = {
+            "id": accepted.request_id,
+            "object": "chat.completion.chunk",
+            "created": int(accepted.created_at.timestamp()),
+            "model": accepted.chat.model_slug,
+            "provider": self.route.provider_slug,
+            "choices": [],
+            "usage": self.reply_usage(accepted),
+        }
+        return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
     def cost(self, accepted) -> tuple[Decimal, int, int, int, bool]:
         prompt, cached, completion, estimated = self.usage_numbers(accepted)
         cost = call_cost(prices=self.route.prices, prompt_tokens=prompt, cached_tokens=cached,
@@ -105,9 +137,9 @@ class ChunkRewriter:
     """
 
     __slots__ = (
-        "accepted", "attempt", "completion_chunks", "finished", "keep_usage", "model",
-        "provider", "request_id", "route", "saw_token", "upstream_error", "usage",
-        "usage_replaced",
+        "accepted", "attempt", "completion_chunks", "dialect", "finished", "keep_usage",
+        "model", "provider", "request_id", "route", "saw_token", "upstream_error", "usage",
+        "usage_replaced", "usage_sent",
     )  # fmt: skip
 
     def __init__(self, accepted, route: EndpointRoute) -> None:
@@ -117,6 +149,7 @@ class ChunkRewriter:
         self.request_id = accepted.request_id
         self.model = accepted.chat.model_slug
         self.provider = route.provider_slug
+        self.dialect = route.usage_dialect
         self.attempt: LiveAttempt | None = None
         self.keep_usage = accepted.chat.include_usage or not accepted.chat.stream
         self.saw_token = False
@@ -125,6 +158,7 @@ class ChunkRewriter:
         self.upstream_error: str | None = None
         self.usage: dict[str, Any] | None = None
         self.usage_replaced = False  # the provider's report was not credible: our estimate
+        self.usage_sent = False  # a usage chunk went to the client
 
     def _track(self, choices: Any) -> bool:
         """Count the tokens and the finish of ``choices``, in the same pass checking its
@@ -154,19 +188,34 @@ class ChunkRewriter:
                 self.finished = True
         return True
 
-    def _usage(self, chunk: dict[str, Any], usage: dict[str, Any]) -> bool:
-        """Record usage; returns whether the chunk should still be sent."""
-        if not credible_usage(usage, self.route.info.context_length):
-            usage = chunk["usage"] = self._estimated_usage(usage)
-        self.usage = usage
-        if not self.keep_usage:
-            if not chunk.get("choices"):
-                return False
-            del chunk["usage"]
-            return True
-        if self.attempt is not None:
-            usage["cost"] = float(self.attempt.cost(self.accepted)[0])
+    def _usage(self, chunk: dict[str, Any], reported: Any) -> bool:
+        """Read the provider's usage in the endpoint's dialect (each report replaces the
+        last: never summed) and put the billed form, with its cost, in the chunk;
+        returns whether the chunk should still be sent."""
+        usage = self._read(reported)
+        if usage is None or not self.keep_usage:
+            del chunk["usage"]  # not read (dialect none), or not asked for
+            return bool(chunk.get("choices"))
+        self.usage_sent = True
+        chunk["usage"] = self.attempt.reply_usage(self.accepted) if self.attempt else usage
         return True
+
+    def _read(self, reported: Any) -> dict[str, Any] | None:
+        """The report in the gateway's form (None: the dialect reads none), or our
+        estimate in place of one no provider could mean."""
+        try:
+            usage = read_usage(self.dialect, reported)
+        except UnreadableUsage:
+            usage = self._estimated_usage(reported)
+        else:
+            if usage is None:
+                return None
+            if credible_usage(usage, self.route.info.context_length):
+                self.usage_replaced = False
+            else:
+                usage = self._estimated_usage(reported)
+        self.usage = usage
+        return usage
 
     def _estimated_usage(self, reported: Any) -> dict[str, Any]:
         """Our estimate in place of a report no provider could mean (negative, not a
@@ -177,12 +226,7 @@ class ChunkRewriter:
         self.usage_replaced = True
         prompt = self.accepted.prompt_tokens_estimate
         cached = min(prompt, self.accepted.cached_tokens.get(self.route.endpoint_id, 0))
-        completion = self.completion_chunks
-        return {
-            "prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached},
-        }  # fmt: skip
+        return gateway_usage(prompt, cached, 0, self.completion_chunks)
 
     def rewrite(self, data: bytes) -> dict[str, Any] | None:
         """The chunk to pass on (None: drop it); sets ``upstream_error`` on an error."""

@@ -124,6 +124,39 @@ def test_stream_raw_shape_with_and_without_usage(emu: EmulatorServer) -> None:
     assert with_usage[-1]["choices"] == [] and with_usage[-1]["usage"]["completion_tokens"] == 3
 
 
+@pytest.mark.parametrize(
+    ("dialect", "keys"),
+    [
+        ("openai", {"prompt_tokens", "prompt_tokens_details", "completion_tokens"}),
+        ("deepseek", {"prompt_tokens", "prompt_cache_hit_tokens", "prompt_cache_miss_tokens"}),
+        ("anthropic", {"input_tokens", "cache_read_input_tokens", "output_tokens"}),
+        ("none", set()),
+    ],
+)
+def test_usage_in_each_dialect(emu: EmulatorServer, dialect: str, keys: set) -> None:
+    emu.control("fast", usage_dialect=dialect)
+    body = {"model": MODEL, "messages": msgs(n=2), "max_tokens": 3}
+    post(emu, "fast", body)  # the first message is cached next time
+    whole = post(emu, "fast", {**body, "messages": [*msgs(n=2), *msgs("More")]}).json()
+    streamed = sse_events(
+        post(emu, "fast", {**body, "stream": True, "stream_options": {"include_usage": True}}).text
+    )
+    usages = [u for u in (whole.get("usage"), streamed[-1].get("usage")) if u]
+    assert len(usages) == (0 if dialect == "none" else 2)
+    for usage in usages:
+        assert keys <= usage.keys()
+        assert "prompt_tokens_details" not in usage or dialect == "openai"
+    if dialect == "deepseek":
+        record = emu.log("fast")[1]
+        assert usages[0]["prompt_cache_hit_tokens"] == record["cached_tokens"] > 0
+        assert (
+            usages[0]["prompt_cache_miss_tokens"]
+            == record["prompt_tokens"] - record["cached_tokens"]
+        )
+    with pytest.raises(httpx.HTTPStatusError):
+        emu.control("fast", usage_dialect="cobol")
+
+
 def test_non_stream_shape(emu: EmulatorServer) -> None:
     reply = client(emu).chat.completions.create(model=MODEL, messages=msgs(), max_tokens=5)
     assert reply.object == "chat.completion"

@@ -130,3 +130,57 @@ def test_admin_post_without_the_protocol_keeps_it(admin_user):
     assert response.status_code == 302
     endpoint.refresh_from_db()
     assert (endpoint.protocol, endpoint.context_length) == ("anthropic_messages", 1000)
+
+
+def test_usage_dialect_imported_exported_and_checked():
+    from routing.catalog import load_catalog
+
+    data = catalog_for_tests("http://127.0.0.1:9")
+    endpoints = data["models"][0]["endpoints"]
+    endpoints[0]["protocol"] = "anthropic_messages"  # its dialect follows the protocol
+    endpoints[1]["usage_dialect"] = "deepseek"
+    catalog_import(data=data)
+    exported = catalog_export()["models"][0]["endpoints"]
+    dialects = {e["provider"]: e["usage_dialect"] for e in exported}
+    assert dialects == {"alpha": "anthropic", "bravo": "deepseek", "charlie": "openai"}
+    routes = {r.provider_slug: r for r in load_catalog()["test/model-a"].endpoints}
+    assert {s: r.usage_dialect for s, r in routes.items()} == dialects
+    endpoints[2]["usage_dialect"] = "guesswork"
+    with pytest.raises(ValidationError):
+        catalog_import(data=data)
+
+
+def test_admin_edits_the_usage_dialect(admin_user):
+    catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
+    endpoint = Endpoint.objects.get(provider__slug="bravo")
+    client = Client()
+    client.force_login(admin_user)
+    page = client.get(f"/admin/providers/endpoint/{endpoint.id}/change/")
+    assert b'name="usage_dialect"' in page.content
+    data = {
+        "provider": endpoint.provider_id,
+        "model": endpoint.model_id,
+        "base_url": endpoint.base_url,
+        "protocol": "openai_chat",
+        "usage_dialect": "none",
+        "upstream_model": "",
+        "credential_env": "",
+        "context_length": 1000,
+        "max_output_tokens": "",
+        "supported_parameters": ["tools"],
+        "price_input": "0.1",
+        "price_cache_read": "0.01",
+        "price_cache_write": "0",
+        "price_output": "0.4",
+        "cache_ttl_s": 300,
+        "enabled": "on",
+    }
+    assert client.post(f"/admin/providers/endpoint/{endpoint.id}/change/", data).status_code == 302
+    endpoint.refresh_from_db()
+    assert endpoint.usage_dialect == "none"
+    del data["usage_dialect"]  # an older form keeps it
+    client.post(f"/admin/providers/endpoint/{endpoint.id}/change/", data)
+    endpoint.refresh_from_db()
+    assert endpoint.usage_dialect == "none"
+    listing = client.get("/admin/providers/endpoint/?usage_dialect=none")
+    assert listing.status_code == 200 and b"bravo" in listing.content

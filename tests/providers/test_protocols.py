@@ -16,6 +16,7 @@ from providers.protocols.types import (
     ToolCallStart,
     UsageReport,
 )
+from providers.protocols.usage import read_usage
 
 
 def _request(**fields):
@@ -287,7 +288,7 @@ def test_upstream_stream_read_into_openai_chunks():
     )  # fmt: skip
     chunks = [c for data in events for c in reader.feed(data)]
     assert chunks[-1] == b"[DONE]"
-    parsed = [orjson.loads(c) for c in chunks[:-1]]
+    parsed = [_read_usage(orjson.loads(c)) for c in chunks[:-1]]
     events_out = [e for chunk in parsed for e in openai_chat.events_from_chunk(chunk)]
     assert events_out == [
         ReasoningDelta("Hmm"), ReasoningSignature("sig"), TextDelta("Hi"),
@@ -308,6 +309,15 @@ def test_upstream_error_event_becomes_an_error_chunk():
     ]
 
 
+def _read_usage(chunk: dict) -> dict:
+    """The relay's reading of a usage chunk: the reader passes Anthropic's usage object
+    on as is, and the endpoint's dialect (anthropic) reads it."""
+    if chunk.get("usage"):
+        assert "input_tokens" in chunk["usage"]
+        chunk["usage"] = read_usage("anthropic", chunk["usage"])
+    return chunk
+
+
 def test_upstream_whole_message_read_as_a_stream():
     reader = wire.UpstreamReader()
     message = {"id": "msg_2", "type": "message", "role": "assistant", "model": "c",
@@ -317,7 +327,8 @@ def test_upstream_whole_message_read_as_a_stream():
                "usage": {"input_tokens": 5, "output_tokens": 7}}  # fmt: skip
     chunks = reader.message(orjson.dumps(message))
     assert chunks[-1] == b"[DONE]"
-    events = [e for c in chunks[:-1] for e in openai_chat.events_from_chunk(orjson.loads(c))]
+    parsed = [_read_usage(orjson.loads(c)) for c in chunks[:-1]]
+    events = [e for chunk in parsed for e in openai_chat.events_from_chunk(chunk)]
     assert events == [
         TextDelta("Hello"), ToolCallStart(0, "t", "f"), ToolCallDelta(0, '{"x":1}'),
         Finish("length"), UsageReport(prompt_tokens=5, completion_tokens=7),

@@ -11,26 +11,14 @@ FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "le
                   "model_context_window_exceeded": "length"}  # fmt: skip
 
 
-def openai_usage(usage: dict[str, Any]) -> dict[str, Any]:
-    """An Anthropic usage object in OpenAI's convention (``prompt_tokens`` includes cache
-    reads and writes; docs/security.md)."""
-    read = int(usage.get("cache_read_input_tokens") or 0)
-    written = int(usage.get("cache_creation_input_tokens") or 0)
-    prompt = int(usage.get("input_tokens") or 0) + read + written
-    completion = int(usage.get("output_tokens") or 0)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
-    }
-
-
 class UpstreamReader:
     """One upstream Messages stream read into OpenAI ``chat.completion.chunk`` payloads
     (JSON bytes, ``[DONE]`` at ``message_stop``), the form the relay handles: text ->
     ``content``, thinking -> ``reasoning_content``, tool_use -> ``tool_calls``,
-    ``message_delta`` -> ``finish_reason`` and a usage chunk, ``error`` -> an error
+    ``message_delta`` -> ``finish_reason`` and a usage chunk carrying Anthropic's own
+    usage object (``message_start``'s fields, each overwritten by the last non-null value
+    of ``message_delta``: never summed), which the relay reads with the ``anthropic``
+    usage reader (``providers.protocols.usage``), ``error`` -> an error
     chunk, a thinking ``signature`` -> ``reasoning_signature``. ``ping`` is dropped."""
 
     def __init__(self) -> None:
@@ -46,7 +34,7 @@ class UpstreamReader:
     def _usage_chunk(self) -> bytes:
         return orjson.dumps({"id": self.message_id, "object": "chat.completion.chunk",
                              "model": self.model, "choices": [],
-                             "usage": openai_usage(self.usage)})  # fmt: skip
+                             "usage": dict(self.usage)})  # fmt: skip
 
     def _block_start(self, event: dict[str, Any]) -> list[bytes]:
         block = event.get("content_block") or {}
