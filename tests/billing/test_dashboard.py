@@ -516,6 +516,8 @@ def test_admin_shows_every_organisations_spend(orgs):
     assert rows[b.organisation.slug].spend_total == D("10.5")
     assert rows[a.organisation.slug].spend_total == D("0.007")
     assert report.context["totals"]["spend_total"] == D("10.507")
+    page = report.content.decode()  # one dollar sign: "$10.51", never "$$10.51"
+    assert "$$" not in page and "$10.51" in page and "$0.007" in page
     # Customers (not staff) never reach it.
     assert _login(a.user).get("/admin/billing/organisation/spend/").status_code == 302
     assert client.get("/admin/billing/activity/").status_code == 200
