@@ -30,7 +30,13 @@ from .activity import (
     rejected_list,
 )
 from .common import PROMPT_BUCKETS, ActivityFilters, day_start, for_organisation, month_start
-from .keys import api_key_choices, api_key_get, api_key_list, api_key_names
+from .keys import (
+    api_key_choices,
+    api_key_get,
+    api_key_list,
+    api_key_names,
+    catalog_model_slugs,
+)
 from .members import (
     invitation_get,
     invitation_pending_list,
@@ -80,6 +86,7 @@ __all__ = [
     "api_key_list",
     "api_key_month_spend",
     "api_key_names",
+    "catalog_model_slugs",
     "day_start",
     "filter_choices",
     "for_organisation",

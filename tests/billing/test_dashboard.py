@@ -437,8 +437,8 @@ def test_member_cannot_edit_limit_create_or_revoke_keys():
 def test_new_key_is_shown_once():
     a = make_tenant("Once")
     client = _login(a.user)
-    response = client.post("/keys/", {"name": "deploy"})
-    key = response.context["new_key"]
+    response = client.post("/keys/", {"name": "deploy"}, follow=True)
+    key = response.context["new_key"]["key"]
     assert key.startswith("ullm_") and key in response.content.decode()
     assert key not in client.get("/keys/").content.decode()
     assert client.post("/keys/", {"name": ""}).status_code == 400
