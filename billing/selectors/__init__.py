@@ -46,6 +46,7 @@ from .members import (
     organisation_for_user,
     unscoped_invitation_by_token,
 )
+from .premium import SpeedPremium, speed_premium
 from .rolled import (
     activity_row_count,
     filter_choices,
@@ -74,6 +75,7 @@ __all__ = [
     "PROMPT_BUCKETS",
     "REJECTED_CSV_COLUMNS",
     "ActivityFilters",
+    "SpeedPremium",
     "activity_csv_rows",
     "activity_filter_choices",
     "activity_get",
@@ -104,6 +106,7 @@ __all__ = [
     "percentile_of_counts",
     "rejected_csv_rows",
     "rejected_list",
+    "speed_premium",
     "spend_alerts_recent",
     "spend_since",
     "ttft_by_bucket",

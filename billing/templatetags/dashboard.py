@@ -99,6 +99,26 @@ def key_limits(api_key) -> str:
 
 
 @register.filter
+def absolute(value):
+    return None if value is None else abs(value)
+
+
+@register.filter
+def premium_text(premium) -> str:
+    """What a premium over the cheapest-input route bought: "$0.0207 paid for speed on 12
+    calls: first tokens 14.20 s sooner in all (1.18 s a call), since 2026-11-01"."""
+    text = f"{usd_short(premium.paid)} paid for speed on {premium.calls:,} calls"
+    if premium.measured_calls:
+        text += (
+            f": first tokens {ms(premium.ttft_saved_ms)} sooner in all "
+            f"({ms(premium.per_call_ms)} a call)"
+        )
+    if premium.unmeasured:
+        text += f"; the cheapest route's speed not measured for {premium.unmeasured:,}"
+    return f"{text}, since {premium.since:%Y-%m-%d}"
+
+
+@register.filter
 def share(value) -> str:
     """A fraction as a percentage: 0.125 -> 12.5%."""
     return "—" if value is None else f"{value:.1%}"
