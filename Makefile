@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
+# `make run PORT=8001 EMULATOR_PORT=8101`: the gateway's and the emulated providers' ports.
+PORT ?= 8000
+EMULATOR_PORT ?= 8100
 
 .PHONY: run test lint format bench sizing activity-timings simulate agents-check fleet fleet-check venv deps dev-deps migrate clean
 
@@ -27,7 +30,7 @@ migrate: deps
 
 ## Install, migrate, seed the demo, start emulated providers + gateway (+ worker and beat).
 run: migrate
-	$(PY) manage.py run_demo
+	$(PY) manage.py run_demo --port $(PORT) --emulator-port $(EMULATOR_PORT)
 
 ## Lint, then the whole test suite (DATABASE_URL / REDIS_URL select the stores).
 test: dev-deps

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import secrets
 from datetime import date
 
 from django import forms
@@ -12,7 +14,7 @@ from django.utils import timezone
 from providers.validators import check_upstream_host
 
 from .models import Activity, Membership
-from .selectors import ActivityFilters, api_key_choices, filter_choices
+from .selectors import ActivityFilters, api_key_choices, catalog_model_slugs, filter_choices
 from .services import KEY_LIMIT_FIELDS
 
 
@@ -125,42 +127,93 @@ class DateTimeInput(forms.DateTimeInput):
     input_type = "datetime-local"
 
 
-class ApiKeyCreateForm(forms.Form):
-    """A new key's name and, optionally, its limits (billing.services.KEY_LIMIT_FIELDS)."""
+def _slugs(raw: str) -> list[str]:
+    """Model slugs from a comma- (or line-) separated field, in order, without repeats."""
+    return list(dict.fromkeys(s.strip() for s in raw.replace("\n", ",").split(",") if s.strip()))
 
-    name = forms.CharField(max_length=128, strip=True)
+
+def unknown_model_error(slug: str, catalog: list[str]) -> str:
+    """Why ``slug`` is refused, with the catalog's closest slugs as suggestions."""
+    close = difflib.get_close_matches(slug, catalog, n=3, cutoff=0.6)
+    if close:
+        return f"'{slug}' is not in the catalog: did you mean {' or '.join(close)}?"
+    return f"'{slug}' is not in the catalog (GET /api/v1/models lists every model)."
+
+
+class ApiKeySettingsForm(forms.Form):
+    """Every setting of a key (billing.services.KEY_LIMIT_FIELDS), at creation and after.
+    Allowed models must be catalog slugs: a typo would make every call of the key a 403,
+    so it is refused with the closest slugs as suggestions."""
+
     monthly_limit_usd = _usd_field("Monthly limit (USD)")
     daily_limit_usd = _usd_field("Daily limit (USD)")
     expires_at = forms.DateTimeField(required=False, label="Expires (UTC)", widget=DateTimeInput)
     allowed_models = forms.CharField(
-        required=False, max_length=2000, label="Allowed models",
+        required=False,
+        max_length=2000,
+        label="Allowed models",
         widget=forms.TextInput(attrs={"placeholder": "all (or slugs, comma-separated)"}),
-    )  # fmt: skip
+    )
     rate_limit_rpm = _count_field("Requests / minute")
     rate_limit_tpm = _count_field("Tokens / minute")
     max_concurrent = _count_field("Calls at once")
 
-    def clean_expires_at(self):
+    def __init__(self, *args, current_expiry=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.current_expiry = current_expiry  # an edit may keep a past expiry as it is
 
+    def clean_expires_at(self):
         expires = self.cleaned_data.get("expires_at")
-        if expires is not None and expires <= timezone.now():
+        unchanged = expires is not None and expires == _to_minute(self.current_expiry)
+        if expires is not None and expires <= timezone.now() and not unchanged:
             raise forms.ValidationError("The expiry must be in the future.")
-        return expires
+        return self.current_expiry if unchanged else expires
 
     def clean_allowed_models(self) -> list[str]:
-        raw = self.cleaned_data.get("allowed_models") or ""
-        slugs = [s.strip() for s in raw.replace("\n", ",").split(",") if s.strip()]
-        for slug in slugs:
-            if len(slug) > 128 or " " in slug:
-                raise forms.ValidationError(f"'{slug[:40]}' is not a model slug.")
-        return list(dict.fromkeys(slugs))
+        slugs = _slugs(self.cleaned_data.get("allowed_models") or "")
+        if not slugs:
+            return []
+        catalog = catalog_model_slugs()
+        errors = [unknown_model_error(slug[:128], catalog) for slug in slugs if slug not in catalog]
+        if errors:
+            raise forms.ValidationError(errors)
+        return slugs
 
     def limits(self) -> dict:
-        """The limit fields, for ``api_key_create(**limits)`` (None: not set)."""
-
+        """The settings, for ``api_key_create(**limits)`` / ``api_key_update`` (None: none)."""
         data = self.cleaned_data
-        return {name: data.get(name) if name != "allowed_models" else data.get(name) or None
-                for name in KEY_LIMIT_FIELDS}  # fmt: skip
+        limits = {name: data.get(name) for name in KEY_LIMIT_FIELDS}
+        limits["allowed_models"] = limits["allowed_models"] or None
+        return limits
+
+    @classmethod
+    def initial_for(cls, api_key) -> dict:
+        """A key's settings as the form's initial values."""
+        initial = {name: getattr(api_key, name) for name in KEY_LIMIT_FIELDS}
+        initial["allowed_models"] = ", ".join(api_key.allowed_models or [])
+        if api_key.expires_at:
+            initial["expires_at"] = api_key.expires_at.strftime("%Y-%m-%dT%H:%M")
+        return initial
+
+
+def _to_minute(value):
+    """A stored expiry as the datetime-local input round-trips it (minutes, no seconds)."""
+    return value.replace(second=0, microsecond=0) if value else None
+
+
+class ApiKeyCreateForm(ApiKeySettingsForm):
+    """A new key's name, its settings, and the page's one-time creation token: the same
+    form posted twice (a reload after creating) finds its key instead of a second one."""
+
+    name = forms.CharField(max_length=128, strip=True)
+    creation_token = forms.CharField(
+        required=False, max_length=64, widget=forms.HiddenInput, label="Creation token"
+    )
+    field_order = ["name"]
+
+    @classmethod
+    def fresh(cls) -> ApiKeyCreateForm:
+        return cls(initial={"creation_token": secrets.token_urlsafe(24)})
 
 
 class MonthlyLimitForm(forms.Form):
@@ -170,13 +223,15 @@ class MonthlyLimitForm(forms.Form):
 
 
 class OrganisationLimitsForm(forms.Form):
-    """The organisation's hard spend limits and its spend-alert webhook (owners)."""
+    """The organisation's hard spend limits, its spend-alert webhook and whether members
+    may create keys (owners)."""
 
     monthly_limit_usd = _usd_field("Organisation monthly limit (USD)")
     daily_limit_usd = _usd_field("Organisation daily limit (USD)")
     alert_webhook_url = forms.URLField(
         required=False, max_length=500, label="Alert webhook URL", assume_scheme="https"
     )
+    members_create_keys = forms.BooleanField(required=False, label="Members may create keys")
 
     def clean_alert_webhook_url(self) -> str:
         """No internal or metadata address (the upstream URL check: alerts are POSTed

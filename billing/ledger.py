@@ -209,6 +209,16 @@ FINISH_FIELDS = (
 )  # fmt: skip
 
 
+def activity_preview(row: OpenRow, result: CallResult) -> Activity:
+    """The finished row as ``activity_finish`` will write it, unsaved, with its attempts
+    as ``attempt_rows``: what ``GET /generation`` answers for a call this process has
+    finished and not written yet (billing.selectors.generation_get)."""
+    activity = _new_activity(row, touch=False)
+    _apply_result(activity, result)
+    activity.attempt_rows = _attempt_rows(activity, result.attempts)
+    return activity
+
+
 def _apply_result(activity: Activity, result: CallResult) -> None:
     for name in RESULT_FIELDS:
         setattr(activity, name, getattr(result, name))

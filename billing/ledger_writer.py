@@ -36,8 +36,39 @@ NOTIFY_TIMEOUT_S = 1.0
 URGENT_LINGER_S = 0.005
 
 
+class JustFinished:
+    """Outcomes this process has queued and not written yet, by request id.
+
+    ``GET /generation`` (billing.selectors.generation_get) answers from them, so a record
+    read right after a reply carries the call's final figures, not the pending row (or
+    no row) the database holds until the next batch. The event loop adds and forgets;
+    request threads only ``get`` (a dict's get and set are atomic under the GIL)."""
+
+    MAX_ITEMS = 100_000  # beyond the writer's backlog bound: only a dropped batch's rows
+
+    def __init__(self) -> None:
+        self._items: dict[str, tuple[OpenRow, CallResult]] = {}
+
+    def add(self, row: OpenRow, result: CallResult) -> None:
+        if len(self._items) >= self.MAX_ITEMS:
+            self._items.pop(next(iter(self._items)), None)
+        self._items[row.request_id] = (row, result)
+
+    def forget(self, batch: list[LedgerItem]) -> None:
+        for row, result in batch:
+            if isinstance(result, CallResult):
+                self._items.pop(row.request_id, None)
+
+    def get(self, request_id: str) -> tuple[OpenRow, CallResult] | None:
+        return self._items.get(request_id)
+
+
+just_finished = JustFinished()
+
+
 async def _flush(batch: list[LedgerItem]) -> None:
     await _write(batch)
+    just_finished.forget(batch)
     await _notify_dashboards(batch)
 
 
@@ -119,6 +150,7 @@ def queue_open(row: OpenRow) -> None:
 
 def queue_finish(row: OpenRow, result: CallResult) -> None:
     deferred_opens.drop(row.request_id)  # ended within the deferral: one INSERT
+    just_finished.add(row, result)
     ledger_writer.put((row, result))
 
 

@@ -22,6 +22,8 @@ class Organisation(models.Model):
     daily_limit_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
     # Where spend alerts (80% / 100% of a limit) are POSTed as JSON, besides the owners' email.
     alert_webhook_url = models.URLField(max_length=500, blank=True)
+    # Owners and admins create API keys; members too when this is on (docs/dashboard.md).
+    members_create_keys = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return self.slug
@@ -29,8 +31,9 @@ class Organisation(models.Model):
 
 class Membership(TenantData):
     class Role(models.TextChoices):
-        OWNER = "owner"
-        MEMBER = "member"
+        OWNER = "owner"  # everything: members, organisation limits, keys
+        ADMIN = "admin"  # API keys (create, edit, revoke)
+        MEMBER = "member"  # reads; creates keys if the organisation allows it
 
     organisation = models.ForeignKey(
         Organisation, on_delete=models.CASCADE, related_name="memberships"
@@ -50,6 +53,16 @@ class Membership(TenantData):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.organisation} ({self.role})"
+
+    @property
+    def manages_keys(self) -> bool:
+        """Owners and admins create, edit and revoke the organisation's API keys."""
+        return self.role in (self.Role.OWNER, self.Role.ADMIN)
+
+    @property
+    def creates_keys(self) -> bool:
+        """Members create keys too when the organisation allows it."""
+        return self.manages_keys or self.organisation.members_create_keys
 
 
 class ApiKey(TenantData):
@@ -73,9 +86,19 @@ class ApiKey(TenantData):
     rate_limit_rpm = models.PositiveIntegerField(null=True, blank=True)
     rate_limit_tpm = models.PositiveIntegerField(null=True, blank=True)
     max_concurrent = models.PositiveIntegerField(null=True, blank=True)
+    # The create form's one-time token (post/redirect/get): a re-posted form finds its
+    # key instead of creating a second one.
+    creation_token = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "creation_token"],
+                condition=~models.Q(creation_token=""),
+                name="unique_key_creation_token",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix})"

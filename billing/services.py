@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -57,30 +57,85 @@ KEY_LIMIT_FIELDS = ("monthly_limit_usd", "daily_limit_usd", "expires_at", "allow
                     "rate_limit_rpm", "rate_limit_tpm", "max_concurrent")  # fmt: skip
 
 
-def api_key_create(*, organisation: Organisation, name: str, **limits) -> tuple[ApiKey, str]:
-    """Create a key, with any of ``KEY_LIMIT_FIELDS`` set at once; returns the row and
-    the plaintext key, which is never stored."""
+def _check_key_fields(limits: dict) -> None:
     unknown = set(limits) - set(KEY_LIMIT_FIELDS)
     if unknown:
         raise TypeError(f"unknown key fields: {sorted(unknown)}")
+
+
+def api_key_create(
+    *, organisation: Organisation, name: str, creation_token: str | None = None, **limits
+) -> tuple[ApiKey, str]:
+    """Create a key, with any of ``KEY_LIMIT_FIELDS`` set at once; returns the row and
+    the plaintext key, which is never stored."""
+    _check_key_fields(limits)
     limits = {k: v for k, v in limits.items() if v is not None}
     plaintext, prefix, secret_hash = generate_key()
     api_key = ApiKey.objects.create(
-        organisation=organisation, name=name, prefix=prefix, secret_hash=secret_hash, **limits
+        organisation=organisation,
+        name=name,
+        prefix=prefix,
+        secret_hash=secret_hash,
+        creation_token=creation_token or "",
+        **limits,
     )
     return api_key, plaintext
 
 
+def api_key_create_once(
+    *, organisation: Organisation, name: str, creation_token: str | None, **limits
+) -> tuple[ApiKey, str | None]:
+    """``api_key_create`` at most once per ``creation_token`` (the create form's): the
+    same form posted again (a reload, a double click, two racing requests) returns the
+    key it created and no plaintext (None): that was shown once, to the first post.
+    Without a token (a script), every call creates a key."""
+    if not creation_token:
+        return api_key_create(organisation=organisation, name=name, **limits)
+    scoped = ApiKey.objects.for_organisation(organisation)
+    existing = scoped.filter(creation_token=creation_token).first()
+    if existing is not None:
+        return existing, None
+    try:
+        with transaction.atomic():
+            return api_key_create(
+                organisation=organisation, name=name, creation_token=creation_token, **limits
+            )
+    except IntegrityError:  # a concurrent post of the same form won (unique token)
+        return scoped.get(creation_token=creation_token), None
+
+
+def api_key_update(*, api_key: ApiKey, **settings) -> ApiKey:
+    """Set every one of ``KEY_LIMIT_FIELDS`` given (None: none; ``allowed_models`` None or
+    empty: every model). The gateway's key caches are dropped in every process."""
+    _check_key_fields(settings)
+    for name, value in settings.items():
+        if name == "allowed_models":
+            value = list(value or [])
+        setattr(api_key, name, value)
+    api_key.save(update_fields=list(settings))
+    _publish_key_changed(api_key)
+    return api_key
+
+
 def organisation_set_limits(
-    *, organisation: Organisation, monthly_limit_usd, daily_limit_usd, alert_webhook_url: str = ""
+    *,
+    organisation: Organisation,
+    monthly_limit_usd,
+    daily_limit_usd,
+    alert_webhook_url: str = "",
+    members_create_keys: bool | None = None,
 ) -> Organisation:
-    """Set (None: clear) the organisation's hard spend limits and its alert webhook. Every
-    key of the organisation is dropped from the gateway's key caches (the limits travel
-    with the key)."""
+    """Set (None: clear) the organisation's hard spend limits and its alert webhook, and
+    (unless None) whether members may create keys. Every key of the organisation is
+    dropped from the gateway's key caches (the limits travel with the key)."""
     organisation.monthly_limit_usd = monthly_limit_usd
     organisation.daily_limit_usd = daily_limit_usd
     organisation.alert_webhook_url = alert_webhook_url or ""
-    organisation.save(update_fields=["monthly_limit_usd", "daily_limit_usd", "alert_webhook_url"])
+    fields = ["monthly_limit_usd", "daily_limit_usd", "alert_webhook_url"]
+    if members_create_keys is not None:
+        organisation.members_create_keys = members_create_keys
+        fields.append("members_create_keys")
+    organisation.save(update_fields=fields)
     for api_key in organisation.api_keys.all():
         _publish_key_changed(api_key)
     return organisation

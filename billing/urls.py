@@ -13,6 +13,7 @@ urlpatterns = [
     path("keys/", views.api_keys_view, name="keys"),
     path("keys/<int:key_id>/revoke/", views.api_key_revoke_view, name="key-revoke"),
     path("keys/<int:key_id>/limit/", views.api_key_limit_view, name="key-limit"),
+    path("keys/<int:key_id>/settings/", views.api_key_settings_view, name="key-settings"),
     path("keys/organisation-limits/", views.organisation_limits_view, name="org-limits"),
     path("members/", views.members_view, name="members"),
     path("members/<int:membership_id>/role/", views.member_role_view, name="member-role"),

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from rest_framework import serializers
+from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.apis import ActivityRowSerializer
 from billing.drf import ApiKeyAuthentication
-from billing.selectors import activity_get
+from billing.models import Activity
+from billing.selectors import generation_get
 
 
 class AttemptSerializer(serializers.Serializer):
@@ -30,7 +32,23 @@ class GenerationSerializer(ActivityRowSerializer):
     routing_reason = serializers.CharField()
     prompt_bucket = serializers.CharField()
     error = serializers.CharField(source="error_message")
-    attempts = AttemptSerializer(many=True)
+    attempts = AttemptSerializer(many=True, source="attempt_rows")
+
+
+class GenerationNotFinal(APIException):
+    """A call in flight, or finished by another process whose ledger batch is not
+    written yet: 404 with ``Retry-After``, as OpenRouter answers until its record
+    exists, never a pending record with a cost of $0 that reads as final."""
+
+    status_code = 404
+    default_code = "generation_pending"
+    wait = 1  # seconds: DRF sends it as Retry-After
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(
+            f"Generation {request_id} is not final yet (the call is in flight, or its "
+            "record is being written): retry in a second."
+        )
 
 
 class GenerationApi(APIView):
@@ -39,8 +57,10 @@ class GenerationApi(APIView):
     authentication_classes = [ApiKeyAuthentication]
 
     def get(self, request):
-        activity = activity_get(
-            organisation_id=request.auth.organisation_id,
-            request_id=request.query_params.get("id", ""),
+        request_id = request.query_params.get("id", "")
+        activity = generation_get(
+            organisation_id=request.auth.organisation_id, request_id=request_id
         )
+        if activity.status == Activity.Status.PENDING:
+            raise GenerationNotFinal(request_id)
         return Response({"data": GenerationSerializer(activity).data})

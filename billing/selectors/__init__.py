@@ -23,13 +23,20 @@ from .activity import (
     activity_list,
     activity_page_after,
     activity_totals,
+    generation_get,
     keyset_after,
     keyset_chunks,
     rejected_csv_rows,
     rejected_list,
 )
 from .common import PROMPT_BUCKETS, ActivityFilters, day_start, for_organisation, month_start
-from .keys import api_key_choices, api_key_get, api_key_list, api_key_names
+from .keys import (
+    api_key_choices,
+    api_key_get,
+    api_key_list,
+    api_key_names,
+    catalog_model_slugs,
+)
 from .members import (
     invitation_get,
     invitation_pending_list,
@@ -39,6 +46,7 @@ from .members import (
     organisation_for_user,
     unscoped_invitation_by_token,
 )
+from .premium import SpeedPremium, speed_premium
 from .rolled import (
     activity_row_count,
     filter_choices,
@@ -67,6 +75,7 @@ __all__ = [
     "PROMPT_BUCKETS",
     "REJECTED_CSV_COLUMNS",
     "ActivityFilters",
+    "SpeedPremium",
     "activity_csv_rows",
     "activity_filter_choices",
     "activity_get",
@@ -79,9 +88,11 @@ __all__ = [
     "api_key_list",
     "api_key_month_spend",
     "api_key_names",
+    "catalog_model_slugs",
     "day_start",
     "filter_choices",
     "for_organisation",
+    "generation_get",
     "invitation_get",
     "invitation_pending_list",
     "keyset_after",
@@ -95,6 +106,7 @@ __all__ = [
     "percentile_of_counts",
     "rejected_csv_rows",
     "rejected_list",
+    "speed_premium",
     "spend_alerts_recent",
     "spend_since",
     "ttft_by_bucket",

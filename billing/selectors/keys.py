@@ -7,6 +7,8 @@ from datetime import datetime
 from django.db.models import QuerySet
 from django.http import Http404
 
+from providers.models import Model
+
 from ..models import ApiKey
 from .common import month_start
 from .spend import spend_annotations
@@ -34,3 +36,8 @@ def api_key_names(*, organisation_id: int, ids: list[int]) -> dict[int, str]:
     """The names of the organisation's keys among ``ids``."""
     keys = ApiKey.objects.for_organisation(organisation_id).filter(id__in=ids)
     return dict(keys.values_list("id", "name"))
+
+
+def catalog_model_slugs() -> list[str]:
+    """Every model slug of the catalog (what a key's allowed models may name)."""
+    return list(Model.objects.order_by("slug").values_list("slug", flat=True))

@@ -77,6 +77,48 @@ def savings_text(savings) -> str:
 
 
 @register.filter
+def key_limits(api_key) -> str:
+    """Every limit of a key in one line: "monthly $20.00 · daily $2.50 · 60 rpm · 100,000
+    tpm · 4 at once · models: a, b" ("none" without any; the expiry is in Status)."""
+    parts = []
+    if api_key.monthly_limit_usd is not None:
+        parts.append(f"monthly {usd_short(api_key.monthly_limit_usd)}")
+    if api_key.daily_limit_usd is not None:
+        parts.append(f"daily {usd_short(api_key.daily_limit_usd)}")
+    rates = (
+        (api_key.rate_limit_rpm, "rpm"),
+        (api_key.rate_limit_tpm, "tpm"),
+        (api_key.max_concurrent, "at once"),
+    )
+    for value, unit in rates:
+        if value:
+            parts.append(f"{value:,} {unit}")
+    if api_key.allowed_models:
+        parts.append("models: " + ", ".join(api_key.allowed_models))
+    return " · ".join(parts) or "none"
+
+
+@register.filter
+def absolute(value):
+    return None if value is None else abs(value)
+
+
+@register.filter
+def premium_text(premium) -> str:
+    """What a premium over the cheapest-input route bought: "$0.0207 paid for speed on 12
+    calls: first tokens 14.20 s sooner in all (1.18 s a call), since 2026-11-01"."""
+    text = f"{usd_short(premium.paid)} paid for speed on {premium.calls:,} calls"
+    if premium.measured_calls:
+        text += (
+            f": first tokens {ms(premium.ttft_saved_ms)} sooner in all "
+            f"({ms(premium.per_call_ms)} a call)"
+        )
+    if premium.unmeasured:
+        text += f"; the cheapest route's speed not measured for {premium.unmeasured:,}"
+    return f"{text}, since {premium.since:%Y-%m-%d}"
+
+
+@register.filter
 def share(value) -> str:
     """A fraction as a percentage: 0.125 -> 12.5%."""
     return "—" if value is None else f"{value:.1%}"

@@ -7,6 +7,7 @@ from .common import organisation_required, owner_required
 from .keys import (
     api_key_limit_view,
     api_key_revoke_view,
+    api_key_settings_view,
     api_keys_view,
     organisation_limits_view,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "activity_list_view",
     "api_key_limit_view",
     "api_key_revoke_view",
+    "api_key_settings_view",
     "api_keys_view",
     "invitation_accept_view",
     "invitation_revoke_view",

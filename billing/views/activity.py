@@ -50,6 +50,9 @@ def activity_list_view(request: HttpRequest) -> HttpResponse:
         count = selectors.activity_row_count(
             organisation_id=request.organisation.id, filters=filters, totals=totals
         )
+        context["premium"] = selectors.speed_premium(
+            organisation_id=request.organisation.id, filters=filters
+        )
     else:
         totals = selectors.activity_totals(queryset)
         count = totals["calls"]

@@ -13,8 +13,9 @@ from ..models import Membership
 
 
 def organisation_required(view):
-    """Log-in required; sets ``request.organisation``, ``request.membership`` and
-    ``request.is_owner``. A user without an organisation gets 403."""
+    """Log-in required; sets ``request.organisation``, ``request.membership``,
+    ``request.is_owner`` and what the member may do with keys (``request.manages_keys``,
+    ``request.creates_keys``). A user without an organisation gets 403."""
 
     @login_required
     @wraps(view)
@@ -25,6 +26,8 @@ def organisation_required(view):
         request.membership = membership
         request.organisation = membership.organisation
         request.is_owner = membership.role == Membership.Role.OWNER
+        request.manages_keys = membership.manages_keys
+        request.creates_keys = membership.creates_keys
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -34,16 +37,24 @@ def forbidden(request: HttpRequest, message: str) -> HttpResponse:
     return render(request, "dashboard/forbidden.html", {"message": message}, status=403)
 
 
-def owner_required(message: str):
-    """For views under ``organisation_required``: only the organisation's owners pass."""
-
+def _requiring(attribute: str, message: str):
     def decorator(view):
         @wraps(view)
         def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-            if not request.is_owner:
+            if not getattr(request, attribute):
                 return forbidden(request, message)
             return view(request, *args, **kwargs)
 
         return wrapper
 
     return decorator
+
+
+def owner_required(message: str):
+    """For views under ``organisation_required``: only the organisation's owners pass."""
+    return _requiring("is_owner", message)
+
+
+def key_manager_required(message: str):
+    """For views under ``organisation_required``: owners and admins pass."""
+    return _requiring("manages_keys", message)

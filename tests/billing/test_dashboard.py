@@ -437,8 +437,8 @@ def test_member_cannot_edit_limit_create_or_revoke_keys():
 def test_new_key_is_shown_once():
     a = make_tenant("Once")
     client = _login(a.user)
-    response = client.post("/keys/", {"name": "deploy"})
-    key = response.context["new_key"]
+    response = client.post("/keys/", {"name": "deploy"}, follow=True)
+    key = response.context["new_key"]["key"]
     assert key.startswith("ullm_") and key in response.content.decode()
     assert key not in client.get("/keys/").content.decode()
     assert client.post("/keys/", {"name": ""}).status_code == 400
@@ -516,6 +516,8 @@ def test_admin_shows_every_organisations_spend(orgs):
     assert rows[b.organisation.slug].spend_total == D("10.5")
     assert rows[a.organisation.slug].spend_total == D("0.007")
     assert report.context["totals"]["spend_total"] == D("10.507")
+    page = report.content.decode()  # one dollar sign: "$10.51", never "$$10.51"
+    assert "$$" not in page and "$10.51" in page and "$0.007" in page
     # Customers (not staff) never reach it.
     assert _login(a.user).get("/admin/billing/organisation/spend/").status_code == 302
     assert client.get("/admin/billing/activity/").status_code == 200

@@ -14,7 +14,9 @@ from billing.alerts import spend_alert_raise
 from billing.models import ApiKey, Organisation, SpendAlert
 from billing.selectors import month_start
 from billing.services import member_add
+from providers.models import Model
 
+from ..dashboard.helpers import install_test_catalog
 from ..support import make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -27,27 +29,30 @@ def _login(user) -> Client:
 
 
 def test_a_key_is_created_with_its_limits():
+    install_test_catalog()  # the allowed models must be catalog slugs
+    Model.objects.create(slug="test/model-b", name="Test model B")
     a = make_tenant("Create")
     expires = (timezone.now() + timedelta(days=30)).astimezone(UTC).replace(microsecond=0)
     response = _login(a.user).post("/keys/", {
         "name": "ci", "monthly_limit_usd": "20", "daily_limit_usd": "2.50",
         "expires_at": expires.strftime("%Y-%m-%dT%H:%M"),
-        "allowed_models": "test/model-a, other/model-b", "rate_limit_rpm": "60",
+        "allowed_models": "test/model-a, test/model-b", "rate_limit_rpm": "60",
         "rate_limit_tpm": "100000", "max_concurrent": "4",
-    })  # fmt: skip
+    }, follow=True)  # fmt: skip
     assert response.status_code == 200 and response.context["new_key"]
     key = ApiKey.unscoped_objects.get(organisation=a.organisation, name="ci")
     assert (key.monthly_limit_usd, key.daily_limit_usd) == (Decimal("20"), Decimal("2.50"))
     assert key.expires_at == expires.replace(second=0)
-    assert key.allowed_models == ["test/model-a", "other/model-b"]
+    assert key.allowed_models == ["test/model-a", "test/model-b"]
     assert (key.rate_limit_rpm, key.rate_limit_tpm, key.max_concurrent) == (60, 100000, 4)
     html = _login(a.user).get("/keys/").content.decode()
-    assert "$2.50/day 60 rpm 100000 tpm 4 at once models: test/model-a, other/model-b" in html
+    limits = "monthly $20.00 · daily $2.50 · 60 rpm · 100,000 tpm · 4 at once"
+    assert f"{limits} · models: test/model-a, test/model-b" in html
 
 
 def test_a_key_without_limits_has_none():
     a = make_tenant("Plain")
-    assert _login(a.user).post("/keys/", {"name": "free"}).status_code == 200
+    assert _login(a.user).post("/keys/", {"name": "free"}).status_code == 303
     key = ApiKey.unscoped_objects.get(organisation=a.organisation, name="free")
     assert key.monthly_limit_usd is None and key.daily_limit_usd is None
     assert key.allowed_models == [] and key.expires_at is None

@@ -182,6 +182,8 @@ def _seed(tenant, tag: str, cost: D) -> None:
             prompt_tokens=10,
             ttft_ms=100,
             prompt_bucket="<8k",
+            cheapest_cost_usd=cost / 2,  # paid for speed (selectors.speed_premium)
+            reference_prices={"cheapest_input": {"provider": f"{tag}cheap"}},
         )
     RejectedRequest.objects.create(
         organisation=tenant.organisation,
@@ -236,6 +238,7 @@ SCOPED_READS = {
     "rejected_list": lambda o, a: selectors.rejected_list(organisation_id=o, filters=WEEK),
     "filter_choices": lambda o, a: selectors.filter_choices(organisation_id=o),
     "usage_totals": lambda o, a: selectors.usage_totals(organisation_id=o, filters=WEEK),
+    "speed_premium": lambda o, a: selectors.speed_premium(organisation_id=o, filters=WEEK),
     "activity_row_count": lambda o, a: selectors.activity_row_count(
         organisation_id=o,
         filters=WEEK,
@@ -270,6 +273,9 @@ SCOPED_READS = {
 # The getters: another organisation's id is a 404.
 SCOPED_GETS = {
     "activity_get": lambda o, b: selectors.activity_get(
+        organisation_id=o, request_id="gen-bolt-new"
+    ),
+    "generation_get": lambda o, b: selectors.generation_get(
         organisation_id=o, request_id="gen-bolt-new"
     ),
     "api_key_get": lambda o, b: selectors.api_key_get(organisation_id=o, key_id=b.api_key.id),

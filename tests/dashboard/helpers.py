@@ -32,7 +32,8 @@ def login(user) -> Client:
 
 
 def finished_call(tenant, request_id: str, *, endpoint, prompt: int, cached: int = 0,
-                  completion: int, created_at=JAN, **extra) -> Activity:  # fmt: skip
+                  completion: int, created_at=JAN, ttft_ms: int = 120,
+                  prompt_bucket: str = "<8k", **extra) -> Activity:  # fmt: skip
     """A call through the real ledger (open, then finish at the endpoint's prices)."""
     from billing.pricing import call_cost
 
@@ -46,8 +47,9 @@ def finished_call(tenant, request_id: str, *, endpoint, prompt: int, cached: int
         request_id=request_id, status="success", http_status=200, endpoint_id=endpoint.id,
         provider_slug=endpoint.provider.slug, prompt_tokens=prompt, cached_tokens=cached,
         completion_tokens=completion, cost_usd=cost,
-        prices={k: str(v) for k, v in prices.items()}, ttft_ms=120, total_ms=400,
-        routing_strategy="smart", routing_reason="cheapest fast-enough", prompt_bucket="<8k",
+        prices={k: str(v) for k, v in prices.items()}, ttft_ms=ttft_ms, total_ms=400,
+        routing_strategy="smart", routing_reason="cheapest fast-enough",
+        prompt_bucket=prompt_bucket,
         **extra,
     )  # fmt: skip
     assert activity_finish(result)
