@@ -40,6 +40,7 @@ class LiveConfig:
     catalog_reload_wait_s: float = 2.0
     ledger_checkpoint_s: float = 1.0
     ledger_checkpoint_lead_s: float = 1.5
+    ledger_checkpoint_after_s: float = 1.0  # a call younger than this is not checkpointed
     ledger_heartbeat_s: float = 30.0
     probe_timeout_s: float = 90.0
     probe_concurrency: int = 4

@@ -411,6 +411,10 @@ UBERLLM = SettingsDict(
         # the stream's rate, so a killed process's row covers what its clients received.
         "LEDGER_CHECKPOINT_S": env.float("UBERLLM_LEDGER_CHECKPOINT_S", default=1.0),
         "LEDGER_CHECKPOINT_LEAD_S": env.float("UBERLLM_LEDGER_CHECKPOINT_LEAD_S", default=1.5),
+        # A call is first checkpointed once it has run this long: most calls end sooner
+        # (a checkpoint of each would be one more ledger write per call); a worker killed
+        # meanwhile leaves at most this much of a stream unbilled.
+        "LEDGER_CHECKPOINT_AFTER_S": env.float("UBERLLM_LEDGER_CHECKPOINT_AFTER_S", default=1.0),
         # Each gateway process writes its ledger rows at most once per this interval (the
         # openings and endings of that moment in one transaction): fewer, larger writes under
         # load, at the price of rows landing (and lost with a killed process) that much later.

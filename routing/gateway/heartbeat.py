@@ -41,7 +41,7 @@ MIN_RATE_WINDOW_S = 0.05
 class _Mark:
     """What this process last checkpointed of one call."""
 
-    beat_at: float  # monotonic
+    beat_at: float  # monotonic: the last checkpoint's, or the call's start
     billed: tuple = ()  # (endpoint id, completion tokens billed, estimated): () none yet
 
 
@@ -124,9 +124,12 @@ def due_checkpoints(now: datetime) -> list[tuple[OpenRow, Checkpoint]]:
     """The checkpoints to write now: every call whose billed numbers changed since its
     last one, and a heartbeat of every other call last beaten ``LEDGER_HEARTBEAT_S`` ago."""
     clock, at = time.monotonic(), time.perf_counter()
-    heartbeat_s = live_config().ledger_heartbeat_s
+    conf = live_config()
+    heartbeat_s, young = conf.ledger_heartbeat_s, clock - conf.ledger_checkpoint_after_s
     due = []
     for call, mark in list(_live.items()):
+        if not mark.billed and mark.beat_at > young:
+            continue  # not checkpointed yet and younger than LEDGER_CHECKPOINT_AFTER_S
         billed = (
             ()
             if call.served is None
