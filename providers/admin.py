@@ -99,9 +99,9 @@ class EndpointAdmin(EndpointToolsMixin, admin.ModelAdmin):
     form = EndpointAdminForm
     list_display = (
         "model", "provider", "protocol", "price_input", "price_cache_read", "price_output",
-        "context_length", credential_stored, "enabled",
+        "context_length", credential_stored, "collects_data", "zdr", "enabled",
     )  # fmt: skip
-    list_filter = ("provider", "model", "protocol", "enabled")
+    list_filter = ("provider", "model", "protocol", "collects_data", "zdr", "enabled")
     readonly_fields = (credential_stored,)
     actions = ["test_endpoints"]
 
