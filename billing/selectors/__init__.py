@@ -28,6 +28,7 @@ from .activity import (
     rejected_csv_rows,
     rejected_list,
 )
+from .balance import api_key_usage, organisation_usage
 from .common import PROMPT_BUCKETS, ActivityFilters, day_start, for_organisation, month_start
 from .keys import api_key_choices, api_key_get, api_key_list, api_key_names
 from .members import (
@@ -79,6 +80,7 @@ __all__ = [
     "api_key_list",
     "api_key_month_spend",
     "api_key_names",
+    "api_key_usage",
     "day_start",
     "filter_choices",
     "for_organisation",
@@ -91,6 +93,7 @@ __all__ = [
     "membership_list",
     "month_start",
     "organisation_for_user",
+    "organisation_usage",
     "percentile",
     "percentile_of_counts",
     "rejected_csv_rows",

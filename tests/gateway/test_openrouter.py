@@ -109,7 +109,7 @@ def test_models_retrieve_and_endpoints(gateway, tenant, client):
     assert model.id == TEST_MODEL
     assert "tools" in model.model_extra["supported_parameters"]
     endpoints = httpx.get(f"{gateway.api_url}/models/{TEST_MODEL}/endpoints").json()["data"]
-    assert {e["provider"] for e in endpoints["endpoints"]} == {"alpha", "bravo", "charlie"}
+    assert {e["tag"] for e in endpoints["endpoints"]} == {"alpha", "bravo", "charlie"}
     assert all("ttft_by_bucket" in e for e in endpoints["endpoints"])
     missing = httpx.get(f"{gateway.api_url}/models/nobody/none")
     assert missing.status_code == 404
@@ -197,7 +197,7 @@ def test_endpoints_show_learnt_ttft(gateway, tenant, market):
     async_to_sync(catalog_cache.get)(TEST_MODEL)
     async_to_sync(refresher.refresh_now)()
     data = httpx.get(f"{gateway.api_url}/models/{TEST_MODEL}/endpoints").json()["data"]
-    by_provider = {e["provider"]: e for e in data["endpoints"]}
+    by_provider = {e["tag"]: e for e in data["endpoints"]}
     assert by_provider["alpha"]["ttft_by_bucket"] == {"<8k": {"typical_ms": 250, "samples": 7}}
     assert by_provider["alpha"]["throughput_tokens_per_s"] == 90.0
     assert by_provider["bravo"]["ttft_by_bucket"] == {}
