@@ -12,10 +12,23 @@ from .models import Endpoint, Model, Provider
 
 MODEL_FIELDS = ("name", "description", "context_length", "list_price_input",
                 "list_price_cache_read", "list_price_output")  # fmt: skip
-ENDPOINT_FIELDS = ("base_url", "protocol", "upstream_model", "credential_env", "context_length",
-                   "max_output_tokens", "supported_parameters", "price_input", "price_cache_read",
-                   "price_cache_write", "price_output", "cache_ttl_s", "collects_data", "zdr",
-                   "enabled")  # fmt: skip
+ENDPOINT_FIELDS = (
+    "base_url",
+    "protocol",
+    "upstream_model",
+    "credential_env",
+    "context_length",
+    "max_output_tokens",
+    "supported_parameters",
+    "price_input",
+    "price_cache_read",
+    "price_cache_write",
+    "price_output",
+    "cache_ttl_s",
+    "collects_data",
+    "zdr",
+    "enabled",
+)
 PRICE_FIELDS = {f for f in MODEL_FIELDS + ENDPOINT_FIELDS if "price" in f}
 
 
