@@ -99,9 +99,17 @@ class EndpointAdmin(EndpointToolsMixin, admin.ModelAdmin):
     form = EndpointAdminForm
     list_display = (
         "model", "provider", "protocol", "usage_dialect", "price_input", "price_cache_read",
-        "price_output", "context_length", credential_stored, "enabled",
+        "price_output", "context_length", credential_stored, "collects_data", "zdr", "enabled",
     )  # fmt: skip
-    list_filter = ("provider", "model", "protocol", "usage_dialect", "enabled")
+    list_filter = (
+        "provider",
+        "model",
+        "protocol",
+        "usage_dialect",
+        "collects_data",
+        "zdr",
+        "enabled",
+    )
     readonly_fields = (credential_stored,)
     actions = ["test_endpoints"]
 

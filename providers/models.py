@@ -5,6 +5,7 @@ Prices are USD per 1M tokens, kept as Decimal so billing is exact.
 
 from decimal import Decimal
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
@@ -122,6 +123,21 @@ class Endpoint(models.Model):
     price_cache_write = models.DecimalField(**PRICE)
     price_output = models.DecimalField(**PRICE)
     cache_ttl_s = models.PositiveIntegerField(default=300)
+    # Data policy (OpenRouter's provider.data_collection and provider.zdr): what the
+    # provider's terms say it does with prompts and completions. Unknown counts as
+    # keeping data, so a customer who asks for privacy never reaches an unvetted host.
+    collects_data = models.BooleanField(
+        default=True,
+        help_text="The provider may store prompts and completions or train on them. "
+        'Requests with provider.data_collection = "deny" never go here. Untick only '
+        "when its terms say it keeps nothing beyond the call.",
+    )
+    zdr = models.BooleanField(
+        "zero data retention",
+        default=False,
+        help_text="The provider keeps no prompt or completion after the call (zero data "
+        "retention); requests with provider.zdr = true go only to such endpoints.",
+    )
     enabled = models.BooleanField(default=True)
 
     class Meta:
@@ -137,3 +153,6 @@ class Endpoint(models.Model):
         super().clean()
         if self.protocol == "anthropic_messages":
             self.usage_dialect = ANTHROPIC  # the protocol has one usage form
+        if self.zdr and self.collects_data:
+            message = "A zero-data-retention endpoint collects no data: untick 'collects data'."
+            raise ValidationError({"zdr": message})

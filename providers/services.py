@@ -26,6 +26,8 @@ ENDPOINT_FIELDS = (
     "price_cache_write",
     "price_output",
     "cache_ttl_s",
+    "collects_data",
+    "zdr",
     "enabled",
 )
 PRICE_FIELDS = {f for f in MODEL_FIELDS + ENDPOINT_FIELDS if "price" in f}

@@ -36,6 +36,7 @@ class EndpointRoute:
     cache_ttl_s: int
     protocol: str = "openai_chat"  # the wire format the upstream speaks (providers/protocols)
     usage_dialect: str = "openai"  # how its usage is read (providers/protocols/usage.py)
+    provider_name: str = ""  # the provider's display name (OpenRouter's ``provider_name``)
 
     @property
     def endpoint_id(self) -> int:
@@ -52,6 +53,7 @@ class CatalogModel:
     by_id: dict[int, EndpointRoute]
     created: int = 0  # Unix seconds the model entered the catalog (OpenAI's ``created``)
     name: str = ""  # the display name (Anthropic's ``display_name``)
+    description: str = ""
 
 
 def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
@@ -68,6 +70,8 @@ def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
         context_length=endpoint.context_length,
         supported_parameters=frozenset(endpoint.supported_parameters or ()),
         max_output_tokens=endpoint.max_output_tokens,
+        collects_data=endpoint.collects_data,
+        zdr=endpoint.zdr,
     )
     return EndpointRoute(
         info=info,
@@ -79,6 +83,7 @@ def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
         cache_ttl_s=endpoint.cache_ttl_s,
         protocol=endpoint.protocol,
         usage_dialect=usage_dialect(endpoint.protocol, endpoint.usage_dialect),
+        provider_name=endpoint.provider.name or endpoint.provider.slug,
     )
 
 
@@ -105,7 +110,7 @@ def load_catalog() -> dict[str, CatalogModel]:
         catalog[slug] = CatalogModel(
             info=info, endpoints=routes, by_id={r.endpoint_id: r for r in routes},
             created=int(model.created_at.timestamp()) if model.created_at else 0,
-            name=model.name or slug,
+            name=model.name or slug, description=model.description,
         )  # fmt: skip
     return catalog
 

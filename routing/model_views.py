@@ -7,6 +7,8 @@ from collections.abc import Awaitable, Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from billing.auth import authenticate
+
 from .errors import GatewayError, unless_read
 from .selectors import model_endpoints_payload, model_payload
 
@@ -16,7 +18,15 @@ async def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 async def model_endpoints(request: HttpRequest, slug: str) -> HttpResponse:
-    return await _one_model(request, slug, model_endpoints_payload)
+    """Anyone may read a model's endpoints; the measured latency, throughput and uptime
+    are given to a caller with a valid API key (OpenRouter: null without one)."""
+    principal = await authenticate(request.headers.get("Authorization"))
+    measure = principal is not None
+
+    async def read(model_slug: str) -> dict | None:
+        return await model_endpoints_payload(model_slug, measure=measure)
+
+    return await _one_model(request, slug, read)
 
 
 async def _one_model(

@@ -217,10 +217,55 @@ RESPONSE = {
         "usage": {"type": "object", "nullable": True},
     },
 }
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_NULLABLE_NUMBER = {"type": "number", "nullable": True}
+_NULLABLE_INT = {"type": "integer", "nullable": True}
+_NULLABLE_STR = {"type": "string", "nullable": True}
+_NULLABLE_OBJECT = {"type": "object", "nullable": True}
+PRICES = {
+    "type": "object",
+    "description": "OpenRouter's prices: USD per token, as decimal strings.",
+    "required": ["prompt", "completion"],
+    "properties": {
+        name: {"type": "string"}
+        for name in ("prompt", "completion", "input_cache_read", "input_cache_write", "request")
+    },
+}
+PRICES_PER_1M = {
+    "type": "object",
+    "description": "The same prices in USD per 1M tokens.",
+    "properties": {
+        name: {"type": "string"}
+        for name in ("prompt", "completion", "input_cache_read", "input_cache_write")
+    },
+}
+PERCENTILES = {
+    "type": "object",
+    "nullable": True,
+    "required": ["p50", "p75", "p90", "p99"],
+    "properties": {name: {"type": "number"} for name in ("p50", "p75", "p90", "p99")},
+}
 ENDPOINT = {
     "type": "object",
+    "description": "OpenRouter's PublicEndpoint, plus UberLLM's protocol, data policy and "
+    "what routing learnt (ttft_by_bucket, throughput_tokens_per_s; /endpoints only).",
+    "required": [
+        "name",
+        "model_id",
+        "model_name",
+        "provider_name",
+        "tag",
+        "context_length",
+        "pricing",
+        "status",
+        "supported_parameters",
+    ],
     "properties": {
-        "provider": {"type": "string"},
+        "name": {"type": "string"},
+        "model_id": {"type": "string"},
+        "model_name": {"type": "string"},
+        "provider_name": {"type": "string"},
+        "tag": {"type": "string", "description": "The provider's slug."},
         "protocol": {
             "type": "string",
             "enum": ["openai_chat", "anthropic_messages"],
@@ -233,13 +278,45 @@ ENDPOINT = {
             "'none': its calls are billed from the gateway's own count, marked estimated.",
         },
         "context_length": {"type": "integer"},
-        "supported_parameters": {"type": "array", "items": {"type": "string"}},
-        "pricing": {"type": "object"},
+        "max_completion_tokens": _NULLABLE_INT,
+        "max_prompt_tokens": _NULLABLE_INT,
+        "quantization": _NULLABLE_STR,
+        "status": {"type": "integer", "description": "0 serving, -1 marked unusable now"},
+        "supported_parameters": _STRINGS,
+        "supports_implicit_caching": {"type": "boolean"},
+        "pricing": PRICES,
+        "pricing_per_1m": PRICES_PER_1M,
+        "collects_data": {"type": "boolean"},
+        "zdr": {"type": "boolean"},
+        "uptime_last_5m": _NULLABLE_NUMBER,
+        "uptime_last_30m": _NULLABLE_NUMBER,
+        "uptime_last_1d": _NULLABLE_NUMBER,
+        "latency_last_30m": PERCENTILES,
+        "throughput_last_30m": PERCENTILES,
+        "ttft_by_bucket": {"type": "object"},
+        "throughput_tokens_per_s": _NULLABLE_NUMBER,
     },
 }
 MODEL = {
     "type": "object",
-    "required": ["id", "object", "created", "owned_by", "type", "display_name", "created_at"],
+    "description": "OpenRouter's Model, OpenAI's Model and Anthropic's ModelInfo at once.",
+    "required": [
+        "id",
+        "object",
+        "created",
+        "owned_by",
+        "type",
+        "display_name",
+        "created_at",
+        "canonical_slug",
+        "name",
+        "pricing",
+        "context_length",
+        "architecture",
+        "top_provider",
+        "supported_parameters",
+        "links",
+    ],
     "properties": {
         "id": {"type": "string"},
         "object": {"type": "string", "enum": ["model"]},
@@ -248,9 +325,21 @@ MODEL = {
         "type": {"type": "string", "enum": ["model"], "description": "Anthropic's ModelInfo"},
         "display_name": {"type": "string"},
         "created_at": {"type": "string", "format": "date-time"},
+        "canonical_slug": {"type": "string"},
+        "name": {"type": "string"},
+        "description": {"type": "string"},
         "context_length": {"type": "integer"},
-        "supported_parameters": {"type": "array", "items": {"type": "string"}},
-        "pricing": {"type": "object"},
+        "architecture": {"type": "object"},
+        "top_provider": {"type": "object"},
+        "per_request_limits": _NULLABLE_OBJECT,
+        "default_parameters": _NULLABLE_OBJECT,
+        "supported_voices": {"type": "array", "items": {"type": "string"}, "nullable": True},
+        "expiration_date": _NULLABLE_STR,
+        "knowledge_cutoff": _NULLABLE_STR,
+        "links": {"type": "object"},
+        "supported_parameters": _STRINGS,
+        "pricing": PRICES,
+        "pricing_per_1m": PRICES_PER_1M,
         "endpoints": {"type": "array", "items": ENDPOINT},
     },
 }
@@ -279,11 +368,45 @@ SCHEMAS = {
     "Model": MODEL,
 }  # fmt: skip
 _SECURED = [{"ApiKey": []}]
-_NULLABLE_NUMBER = {"type": "number", "nullable": True}
-KEY = {"type": "object", "required": ["data"], "properties": {"data": {
-    "type": "object", "required": ["usage"], "properties": {
-        "limit": _NULLABLE_NUMBER, "usage": {"type": "number"},
-        "limit_remaining": _NULLABLE_NUMBER, "limit_reset": {"type": "string"}}}}}  # fmt: skip
+KEY = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "data": {
+            "type": "object",
+            "required": ["label", "limit", "usage", "limit_remaining", "rate_limit"],
+            "properties": {
+                "label": {"type": "string"},
+                "limit": _NULLABLE_NUMBER,
+                "usage": {"type": "number"},
+                "usage_daily": {"type": "number"},
+                "usage_weekly": {"type": "number"},
+                "usage_monthly": {"type": "number"},
+                "limit_remaining": _NULLABLE_NUMBER,
+                "limit_reset": _NULLABLE_STR,
+                "expires_at": _NULLABLE_STR,
+                "rate_limit": {"type": "object", "required": ["requests", "interval"]},
+            },
+        }
+    },
+}
+CREDITS = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "data": {
+            "type": "object",
+            "required": ["total_credits", "total_usage"],
+            "description": "total_credits: total_usage plus what the organisation's limits leave "
+            "(UberLLM has no prepaid balance); limit_remaining null: no limit.",
+            "properties": {
+                "total_credits": {"type": "number"},
+                "total_usage": {"type": "number"},
+                "limit_remaining": _NULLABLE_NUMBER,
+            },
+        }
+    },
+}
 _SSE = {"text/event-stream": {"schema": {"type": "string"}}}
 _SLUG = [{"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}]
 
@@ -314,6 +437,20 @@ def _get(
     return {"get": operation}
 
 
+def _account(operation_id: str, summary: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "get": {
+            "operationId": operation_id,
+            "summary": summary,
+            "security": _SECURED,
+            "responses": {
+                "200": {"description": "OK", "content": {JSON: {"schema": schema}}},
+                **_errors(401),
+            },
+        }
+    }
+
+
 _MODEL_REF = {"$ref": "#/components/schemas/Model"}
 _CHAT_ERRORS = _errors(400, 401, 402, 404, 413, 415, 429, 502, 503, 504)
 _MESSAGES_ERRORS = _errors(400, 401, 402, 404, 413, 415, 429, 502, 503, 504, 529,
@@ -340,16 +477,17 @@ LEAN_PATHS = {
         "type": "object", "required": ["data", "has_more"], "properties": {
             "object": {"type": "string"}, "data": {"type": "array", "items": _MODEL_REF},
             "has_more": {"type": "boolean"}, "first_id": {"type": "string", "nullable": True},
-            "last_id": {"type": "string", "nullable": True}}}),
-    "/api/v1/key": {"get": {
-        "operationId": "key_retrieve", "summary": "The calling key's limit and spend",
-        "security": _SECURED,
-        "responses": {"200": {"description": "OK", "content": {JSON: {"schema": KEY}}},
-                      **_errors(401)},
-    }},
+            "last_id": {"type": "string", "nullable": True},
+            "total_count": {"type": "integer"}, "links": {"type": "object"}}}),
+    "/api/v1/key": _account("key_retrieve", "The calling key's limits and spend", KEY),
+    "/api/v1/auth/key": _account("auth_key_retrieve", "/key's older path", KEY),
+    "/api/v1/credits": _account("credits_retrieve", "The organisation's spend", CREDITS),
     "/api/v1/models/{slug}": _get("models_retrieve", "One model", _MODEL_REF, _SLUG),
     "/api/v1/models/{slug}/endpoints": _get("models_endpoints", "A model's endpoints", {
-        "type": "object", "required": ["data"], "properties": {"data": {"type": "object"}}},
+        "type": "object", "required": ["data"], "properties": {"data": {
+            "type": "object", "required": ["id", "name", "endpoints"], "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"},
+                "endpoints": {"type": "array", "items": ENDPOINT}}}}},
         _SLUG),
 }  # fmt: skip
 

@@ -18,6 +18,8 @@ urlpatterns = [
     ),
     path("models/<path:slug>", csrf_exempt(model_views.model_detail), name="model"),
     path("key", csrf_exempt(key_views.current_key), name="key"),
+    path("auth/key", csrf_exempt(key_views.current_key), name="auth-key"),
+    path("credits", csrf_exempt(key_views.credits), name="credits"),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("generation", apis.GenerationApi.as_view(), name="generation"),
     path("activity", ActivityListApi.as_view(), name="activity"),

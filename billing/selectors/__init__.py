@@ -29,6 +29,7 @@ from .activity import (
     rejected_csv_rows,
     rejected_list,
 )
+from .balance import api_key_usage, organisation_usage
 from .common import PROMPT_BUCKETS, ActivityFilters, day_start, for_organisation, month_start
 from .keys import (
     api_key_choices,
@@ -88,6 +89,7 @@ __all__ = [
     "api_key_list",
     "api_key_month_spend",
     "api_key_names",
+    "api_key_usage",
     "catalog_model_slugs",
     "day_start",
     "filter_choices",
@@ -102,6 +104,7 @@ __all__ = [
     "membership_list",
     "month_start",
     "organisation_for_user",
+    "organisation_usage",
     "percentile",
     "percentile_of_counts",
     "rejected_csv_rows",

@@ -1,7 +1,8 @@
 """Hard filters applied before any ranking (R2.10 provider lists, R6.3 max_price).
 
-Order: context length, required parameters, max_price, then the customer's
-only/ignore. The first filter that leaves nothing raises RoutingError(404) saying why.
+Order: context length, required parameters, max_price, the customer's only/ignore,
+then the data policy (``data_collection: "deny"``, ``zdr``). The first filter that
+leaves nothing raises RoutingError(404) saying why.
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ def provider_allowed(endpoint: EndpointInfo, options: RoutingOptions) -> bool:
     if options.only and not matches_any(slug, options.only):
         return False
     return not (options.ignore and matches_any(slug, options.ignore))
+
+
+def data_policy_allowed(endpoint: EndpointInfo, options: RoutingOptions) -> bool:
+    """``data_collection: "deny"``: only endpoints that keep no data; ``zdr``: only
+    zero-data-retention endpoints."""
+    if options.zdr and not endpoint.zdr:
+        return False
+    return not (options.deny_data_collection and endpoint.collects_data)
 
 
 def check_known_providers(
@@ -86,6 +95,11 @@ def filter_endpoints(
         if not allowed:
             raise _provider_list_error(model, remaining)
         remaining = allowed
+    if options.deny_data_collection or options.zdr:
+        private = [e for e in remaining if data_policy_allowed(e, options)]
+        if not private:
+            raise _data_policy_error(model, options)
+        remaining = private
     return remaining
 
 
@@ -138,4 +152,19 @@ def _provider_list_error(model: ModelInfo, remaining: Sequence[EndpointInfo]) ->
         "no_allowed_provider",
         f"no endpoint of model {model.slug} left after provider.only/ignore; "
         f"providers that can serve this request: {', '.join(available)}",
+    )
+
+
+def _data_policy_error(model: ModelInfo, options: RoutingOptions) -> RoutingError:
+    asked = []
+    if options.zdr:
+        asked.append("zdr: true")
+    if options.deny_data_collection:
+        asked.append('data_collection: "deny"')
+    return RoutingError(
+        404,
+        "data_policy",
+        f"no endpoint of model {model.slug} that can serve this request meets "
+        f"provider.{' and provider.'.join(asked)} (the catalog says every other one keeps "
+        "data or is not zero-retention)",
     )

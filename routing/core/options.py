@@ -6,20 +6,20 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .preferences import Cutoffs, parse_cutoffs
 from .types import RoutingError
 
 SORTS = ("price", "throughput", "latency")
+SORT_PARTITIONS = ("model", "none")
 SUFFIX_SORTS = {"floor": "price", "nitro": "throughput"}
 # OpenRouter's documented preferences UberLLM accepts without acting on them (nothing
-# in the catalog to filter on yet, or routing already does it: smart routing weighs
-# latency and throughput itself); ``ignored_keys`` names those a request sent.
-NOOP_KEYS = frozenset({
-    "data_collection", "zdr", "enforce_distillable_text", "quantizations",
-    "preferred_max_latency", "preferred_min_throughput",
-})  # fmt: skip
+# in the catalog to filter on yet); ``ignored_keys`` names those a request sent.
+NOOP_KEYS = frozenset({"enforce_distillable_text", "quantizations"})
 _KEYS = frozenset({
     "only", "ignore", "order", "sort", "allow_fallbacks", "max_price", "require_parameters",
+    "data_collection", "zdr", "preferred_max_latency", "preferred_min_throughput",
 })  # fmt: skip
+DATA_COLLECTION = ("allow", "deny")
 _MAX_PRICE_KEYS = frozenset({"prompt", "completion"})
 # max_price fields OpenRouter defines that have no price in UberLLM's catalog.
 _NOOP_MAX_PRICE_KEYS = frozenset({"request", "image", "audio"})
@@ -31,7 +31,14 @@ def _bad(message: str) -> RoutingError:
 
 @dataclass(frozen=True, slots=True)
 class RoutingOptions:
-    """Parsed ``provider`` options. Slugs are lower-cased; prices are USD per 1M tokens."""
+    """Parsed ``provider`` options. Slugs are lower-cased; prices are USD per 1M tokens.
+
+    ``deny_data_collection`` (``data_collection: "deny"``) and ``zdr`` are hard filters on
+    the endpoints' data policy (filters.py); ``max_latency_s`` / ``min_throughput`` are
+    OpenRouter's ``preferred_max_latency`` (seconds to the first token) and
+    ``preferred_min_throughput`` (output tokens/s) as (percentile, cutoff) pairs: an
+    endpoint whose measured figures miss one is moved back, never excluded
+    (preferences.py)."""
 
     only: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -42,6 +49,10 @@ class RoutingOptions:
     max_price_completion: float | None = None
     require_parameters: bool = False
     ignored_keys: tuple[str, ...] = ()
+    deny_data_collection: bool = False
+    zdr: bool = False
+    max_latency_s: Cutoffs = ()
+    min_throughput: Cutoffs = ()
 
     @property
     def is_customer_choice(self) -> bool:
@@ -86,11 +97,21 @@ class RoutingOptions:
             max_price_prompt=max_prompt,
             max_price_completion=max_completion,
             require_parameters=_parse_bool(provider, "require_parameters", default=False),
-            ignored_keys=tuple(sorted(NOOP_KEYS & provider.keys())),
+            ignored_keys=ignored_keys(provider),
+            deny_data_collection=_parse_data_collection(provider.get("data_collection")),
+            zdr=_parse_bool(provider, "zdr", default=False),
+            max_latency_s=parse_cutoffs(provider.get("preferred_max_latency"), "latency"),
+            min_throughput=parse_cutoffs(provider.get("preferred_min_throughput"), "throughput"),
         )
 
 
 _DEFAULTS = RoutingOptions()
+
+
+def ignored_keys(provider: dict[str, Any]) -> tuple[str, ...]:
+    """The OpenRouter preferences in ``provider`` that UberLLM accepts without acting on
+    them (the generation record's routing reason names them)."""
+    return tuple(sorted(NOOP_KEYS & provider.keys()))
 
 
 def split_model_suffix(model_id: str) -> tuple[str, str | None]:
@@ -119,11 +140,29 @@ def _parse_slugs(provider: dict[str, Any], key: str) -> tuple[str, ...]:
 
 
 def _parse_sort(value: object) -> str | None:
+    """A sort name, or OpenRouter's ``{"by": ..., "partition": ...}``: ``by`` is the sort
+    (null: none); ``partition`` "model" (the default) or "none". UberLLM plans one model
+    at a time, so "none" acts as "model": a ``models`` fallback stays a fallback."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"by", "partition"})
+        if unknown:
+            raise _bad(f"unsupported provider.sort field(s): {', '.join(unknown)}")
+        partition = value.get("partition")
+        if partition is not None and partition not in SORT_PARTITIONS:
+            raise _bad(f"provider.sort.partition must be model or none, got {partition!r}")
+        value = value.get("by")
     if value is None:
         return None
     if not isinstance(value, str) or value not in SORTS:
         raise _bad(f"provider.sort must be one of {', '.join(SORTS)}, got {value!r}")
     return value
+
+
+def _parse_data_collection(value: object) -> bool:
+    """True for ``"deny"``: only endpoints that keep no data."""
+    if value is not None and value not in DATA_COLLECTION:
+        raise _bad(f"provider.data_collection must be allow or deny, got {value!r}")
+    return value == "deny"
 
 
 def _parse_suffix(model_suffix: str | None) -> str | None:
@@ -142,7 +181,9 @@ def _merge_sort(sort: str | None, suffix_sort: str | None) -> str | None:
 
 
 def _parse_bool(provider: dict[str, Any], key: str, *, default: bool) -> bool:
-    value = provider.get(key, default)
+    value = provider.get(key)
+    if value is None:  # absent, or null (OpenRouter's schema allows null: the default)
+        return default
     if not isinstance(value, bool):
         raise _bad(f"provider.{key} must be true or false, got {value!r}")
     return value

@@ -13,8 +13,9 @@ from statistics import median
 
 from .candidate import DEFAULT_TUNING, Candidate, Ranked, SmartTuning, cost_key
 from .customer import rank_customer, restrict_to_listed
-from .filters import filter_endpoints
+from .filters import filter_endpoints, matches_any
 from .options import RoutingOptions
+from .preferences import prefer_performance
 from .pricing import list_price_cost, request_cost
 from .smart import mark_fast_enough, rank_smart, with_exploration
 from .speed import SpeedSummary, mostly_cached, speed_bucket
@@ -295,6 +296,25 @@ def _rank(
     return ranked + [(c, f"{LAST_RESORT}; {r}" if r else LAST_RESORT) for c, r in last]
 
 
+def _with_preferences(
+    ranked: Ranked, options: RoutingOptions, speed: SpeedSummary, bucket: Bucket
+) -> Ranked:
+    """OpenRouter's preferred_max_latency / preferred_min_throughput: within each tier
+    (the customer's ``order``, the rest, the last resorts) the endpoints that miss them
+    go behind the others (preferences.py); nothing is removed."""
+    if not (options.max_latency_s or options.min_throughput):
+        return ranked
+    order = options.order
+
+    def tier(candidate: Candidate) -> int:
+        listed = bool(order) and matches_any(candidate.slug, order)
+        return 2 * (not candidate.usable) + (not listed)
+
+    return prefer_performance(
+        ranked, options.max_latency_s, options.min_throughput, speed, bucket, tier
+    )
+
+
 def plan_route(
     model: ModelInfo,
     endpoints: Sequence[EndpointInfo],
@@ -331,7 +351,8 @@ def plan_route(
     usable = [c for c in candidates if c.usable]
     marked = [c for c in candidates if not c.usable]
     mark_fast_enough(usable, tuning, reference=candidates, bucket=bucket)
-    ranked = restrict_to_listed(_rank(usable, marked, options, rng, exploration_rate), options)
+    ranked = _rank(usable, marked, options, rng, exploration_rate)
+    ranked = restrict_to_listed(_with_preferences(ranked, options, speed, bucket), options)
     if not ranked:
         raise RoutingError(
             404,

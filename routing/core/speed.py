@@ -157,6 +157,10 @@ class SpeedSummary:
     newest_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
     stale_keys: frozenset[SpeedKey] = frozenset()
     tail_by_key: Mapping[SpeedKey, float] = field(default_factory=dict)
+    # each window's TTFTs and each endpoint's throughputs, ascending: the quantiles of
+    # OpenRouter's percentile preferences (preferences.py)
+    samples_by_key: Mapping[SpeedKey, tuple[float, ...]] = field(default_factory=dict)
+    throughput_samples_by_endpoint: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
     # figures derived from this snapshot, computed once per snapshot (plan.model_cache_ratio)
     derived: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -212,12 +216,14 @@ def summarise(
     count_by_key: dict[SpeedKey, int] = {}
     newest_by_key: dict[SpeedKey, float] = {}
     tail_by_key: dict[SpeedKey, float] = {}
+    ordered_by_key: dict[SpeedKey, tuple[float, ...]] = {}
     for key, samples in samples_by_key.items():
         values, newest = _ttft_values(samples, oldest_kept)
         typical = typical_ttft(values)
         if typical is not None:
             typical_by_key[key] = typical
             count_by_key[key] = len(values)
+            ordered_by_key[key] = tuple(sorted(values))
             tail = slow_tail(values, typical)
             if tail > 0:
                 tail_by_key[key] = tail
@@ -225,7 +231,15 @@ def summarise(
                 newest_by_key[key] = newest
     throughput = dict(throughput_by_endpoint or {})
     stale = stale_since(newest_by_key, now, stale_after_s)
-    return SpeedSummary(typical_by_key, count_by_key, throughput, newest_by_key, stale, tail_by_key)
+    return SpeedSummary(
+        typical_by_key,
+        count_by_key,
+        throughput,
+        newest_by_key,
+        stale,
+        tail_by_key,
+        ordered_by_key,
+    )
 
 
 def stale_since(
@@ -264,6 +278,7 @@ class SpeedBook:
         self._count: dict[SpeedKey, int] = {}
         self._newest: dict[SpeedKey, float] = {}
         self._tail: dict[SpeedKey, float] = {}
+        self._ordered: dict[SpeedKey, tuple[float, ...]] = {}
         self._dirty: set[SpeedKey] = set()
         self._summary: SpeedSummary | None = None
 
@@ -311,10 +326,11 @@ class SpeedBook:
             if stale != self._stale:
                 self._stale, self._summary = stale, None
         if self._summary is None:
-            throughput = {eid: median(w) for eid, w in self._throughput.items() if w}
+            speeds = {eid: tuple(sorted(w)) for eid, w in self._throughput.items() if w}
+            throughput = {eid: _median_of_sorted(v) for eid, v in speeds.items()}
             self._summary = SpeedSummary(
                 dict(self._typical), dict(self._count), throughput, dict(self._newest),
-                self._stale, dict(self._tail),
+                self._stale, dict(self._tail), dict(self._ordered), speeds,
             )  # fmt: skip
         return self._summary
 
@@ -328,8 +344,10 @@ class SpeedBook:
                 self._count.pop(key, None)
                 self._newest.pop(key, None)
                 self._tail.pop(key, None)
+                self._ordered.pop(key, None)
             else:
                 self._typical[key] = typical
+                self._ordered[key] = tuple(sorted(values))
                 self._count[key] = len(window)
                 self._newest[key] = window.newest_t()
                 tail = slow_tail(values, typical)
@@ -337,3 +355,11 @@ class SpeedBook:
                     self._tail[key] = tail
                 else:
                     self._tail.pop(key, None)
+
+
+def _median_of_sorted(values: tuple[float, ...]) -> float:
+    """``statistics.median`` of values already in ascending order (the same result)."""
+    middle = len(values) // 2
+    if len(values) % 2:
+        return values[middle]
+    return (values[middle - 1] + values[middle]) / 2

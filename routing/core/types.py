@@ -51,7 +51,11 @@ class RoutingError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class EndpointInfo:
-    """One provider x model endpoint. Prices are USD per 1M tokens."""
+    """One provider x model endpoint. Prices are USD per 1M tokens.
+
+    Data policy (the catalog's): ``collects_data`` the provider may store prompts and
+    completions or train on them (unknown counts as yes); ``zdr`` it keeps nothing after
+    the call (zero data retention)."""
 
     endpoint_id: int
     provider_slug: str
@@ -62,6 +66,8 @@ class EndpointInfo:
     context_length: int
     supported_parameters: frozenset[str] = frozenset()
     max_output_tokens: int | None = None
+    collects_data: bool = True
+    zdr: bool = False
 
 
 @dataclass(frozen=True, slots=True)

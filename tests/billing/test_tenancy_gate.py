@@ -259,6 +259,10 @@ SCOPED_READS = {
     "api_key_month_spend": lambda o, a: selectors.api_key_month_spend(
         organisation_id=o, api_key_id=a.api_key.id
     ),
+    "api_key_usage": lambda o, a: selectors.api_key_usage(
+        organisation_id=o, api_key_id=a.api_key.id
+    ),
+    "organisation_usage": lambda o, a: selectors.organisation_usage(organisation_id=o),
     "spend_since": lambda o, a: selectors.spend_since(
         organisation_id=o, api_key_id=None, since=NOW - timedelta(days=30)
     ),

@@ -60,6 +60,15 @@ def test_suffix_agreeing_with_sort_is_fine():
         ({"max_price": {"tokens": 0.1}}, None, "unsupported provider.max_price field"),
         ({"made_up": "deny"}, None, "unsupported provider option(s): made_up"),
         ({"require_parameters": "yes"}, None, "require_parameters must be true or false"),
+        ({"data_collection": "never"}, None, "data_collection must be allow or deny"),
+        ({"zdr": "yes"}, None, "provider.zdr must be true or false"),
+        ({"preferred_max_latency": "fast"}, None, "preferred_max_latency must be a number"),
+        ({"preferred_max_latency": {"p95": 2}}, None, "takes p50, p75, p90 and p99, not p95"),
+        ({"preferred_max_latency": {"p90": -1}}, None, "p90 must be a finite number >= 0"),
+        ({"preferred_min_throughput": True}, None, "preferred_min_throughput must be a number"),
+        ({"sort": {"by": "cheapest"}}, None, "provider.sort must be one of"),
+        ({"sort": {"by": "price", "partition": "all"}}, None, "partition must be model or none"),
+        ({"sort": {"order": "price"}}, None, "unsupported provider.sort field(s): order"),
         (None, ":free", "unknown model suffix :free"),
         ({"sort": "latency"}, ":nitro", "contradicts the model suffix"),
     ],
@@ -77,18 +86,46 @@ def test_require_parameters_is_parsed():
     assert not RoutingOptions.from_request({}).require_parameters
 
 
-def test_openrouter_preferences_are_accepted_and_reported_ignored():
+def test_openrouter_preferences_are_parsed_and_the_rest_reported_ignored():
     provider = {
         "data_collection": "deny", "zdr": True, "quantizations": ["fp8"],
-        "preferred_max_latency": 2, "preferred_min_throughput": {"p50": 50},
+        "preferred_max_latency": 2, "preferred_min_throughput": {"p50": 50, "p90": None},
         "enforce_distillable_text": False, "max_price": {"prompt": 1, "request": 0.01},
     }  # fmt: skip
     options = RoutingOptions.from_request(provider)
-    assert options.ignored_keys == (
-        "data_collection", "enforce_distillable_text", "preferred_max_latency",
-        "preferred_min_throughput", "quantizations", "zdr",
-    )  # fmt: skip
+    assert options.ignored_keys == ("enforce_distillable_text", "quantizations")
+    assert options.deny_data_collection and options.zdr
+    assert options.max_latency_s == (("p50", 2.0),)
+    assert options.min_throughput == (("p50", 50.0),)
     assert options.max_price_prompt == 1.0
+    assert not options.is_customer_choice  # preferences and filters keep smart routing
+
+
+def test_percentile_cutoffs_keep_every_given_one():
+    options = RoutingOptions.from_request(
+        {"preferred_max_latency": {"p50": 1, "p75": 1.5, "p90": 3, "p99": 9.5}}
+    )
+    assert options.max_latency_s == (("p50", 1.0), ("p75", 1.5), ("p90", 3.0), ("p99", 9.5))
+
+
+@pytest.mark.parametrize(
+    ("sort", "expected"),
+    [
+        ({"by": "latency"}, "latency"),
+        ({"by": "price", "partition": "model"}, "price"),
+        ({"by": "throughput", "partition": "none"}, "throughput"),
+        ({"by": None, "partition": "none"}, None),
+        ({}, None),
+    ],
+)
+def test_sort_as_an_object(sort, expected):
+    assert RoutingOptions.from_request({"sort": sort}).sort == expected
+
+
+def test_null_preferences_are_the_defaults():
+    nulls = ("data_collection", "zdr", "allow_fallbacks", "sort", "preferred_max_latency")
+    options = RoutingOptions.from_request(dict.fromkeys(nulls))
+    assert options == RoutingOptions()
 
 
 def test_unknown_provider_in_order_is_required_only_without_fallbacks():

@@ -273,7 +273,7 @@ def test_endpoints_listing_names_the_protocol(mixed, gateway):
     assert response.status_code == 200
     data = response.json()
     endpoints = data.get("data", data).get("endpoints") if isinstance(data, dict) else None
-    protocols = {e["provider"]: e["protocol"] for e in endpoints}
+    protocols = {e["tag"]: e["protocol"] for e in endpoints}
     assert protocols == {"alpha": "anthropic_messages", "bravo": "openai_chat",
                          "charlie": "openai_chat"}  # fmt: skip
 

@@ -105,10 +105,12 @@ def test_models_endpoint_lists_endpoint_prices(client):
     model = next(m for m in listing.data if m.id == TEST_MODEL)
     # OpenAI's Model requires created (it was missing: None in the SDK; found with it)
     assert isinstance(model.created, int) and abs(model.created - time.time()) < 3600
-    endpoints = {e["provider"]: e for e in model.model_extra["endpoints"]}
+    endpoints = {e["tag"]: e for e in model.model_extra["endpoints"]}
     assert set(endpoints) == {"alpha", "bravo", "charlie"}
-    assert endpoints["bravo"]["pricing"]["prompt"] == "0.200000"
-    assert endpoints["alpha"]["pricing"]["input_cache_read"] == "0.010000"
+    # OpenRouter's USD per token (strings), and per 1M beside them
+    assert endpoints["bravo"]["pricing"]["prompt"] == "0.0000002"
+    assert endpoints["alpha"]["pricing"]["input_cache_read"] == "0.00000001"
+    assert endpoints["bravo"]["pricing_per_1m"]["prompt"] == "0.2"
 
 
 def test_credential_sent_from_env_and_never_returned(client, emulator, monkeypatch):

@@ -24,7 +24,8 @@ def test_schema_lists_every_public_path(gateway):
         "/api/v1/chat/completions", "/api/v1/messages", "/api/v1/messages/count_tokens",
         "/api/v1/responses",
         "/api/v1/models", "/api/v1/models/{slug}", "/api/v1/models/{slug}/endpoints",
-        "/api/v1/generation", "/api/v1/activity",
+        "/api/v1/generation", "/api/v1/activity", "/api/v1/key", "/api/v1/auth/key",
+        "/api/v1/credits",
     } <= set(schema["paths"])  # fmt: skip
     assert httpx.get(f"{gateway.base_url}/v1/openapi.json").json() == schema
 
