@@ -94,10 +94,3 @@ def test_a_lone_failure_among_many_successes_never_marks(successes, peer_failure
         health.failed(2, 0.0, PEERS)
     _busy(health, 1, successes)
     assert health.failed(1, 0.0, PEERS) is False
-
-
-def test_a_pause_does_not_erase_what_the_successes_proved():
-    health = Reliability()  # 60 s half-life
-    _busy(health, 1, 40, now=0.0)
-    # 15 minutes without a call (a mark's window): one half-life at most, 20 left
-    assert not health.failed(1, now=900.0, peers=PEERS)  # a lone 5xx does not mark
