@@ -14,7 +14,7 @@ from typing import Any
 from .admission import Reject, check_auth, check_model, parse_body, validate_chat
 from .generate import Exchange, run_completion, run_scripted, sleep
 from .responses import Receive, Send, send_error
-from .scripted import script_for
+from .scripted import Script, script_for, spoiled
 from .state import EmulatorState, ProviderState, finish_record, new_record
 from .timing import cache_ttl_real_s, effective_scale, plan_request
 from .tokens import estimate_prompt_tokens
@@ -40,6 +40,7 @@ async def handle_chat(
         data = parse_body(body, record)
         request = validate_chat(data)
         script = script_for(data, record["id"], provider.profile["reasoning_tokens"])
+        script = maybe_spoiled(provider, script)
         request = replace(request, script=script)
         check_model(provider, request, estimate_prompt_tokens(request.messages))
     except Reject as reject:
@@ -114,3 +115,13 @@ async def _respond(ex: Exchange) -> None:
 async def _fail(ex: Exchange, status: int, message: str, log_status: str = "error") -> None:
     await send_error(ex.send, status, message)
     finish_record(ex.record, log_status, status, message)
+
+
+def maybe_spoiled(provider: ProviderState, script: Script | None) -> Script | None:
+    """The script, its tool call malformed on the profile's ``malformed_tool_calls``
+    share of calls (drawn from the provider's seeded RNG only for a tool call)."""
+    rate = provider.profile["malformed_tool_calls"]
+    if script is None or script.tool_call is None or not rate:
+        return script
+    rng = provider.rng
+    return spoiled(script, rng.randrange(3)) if rng.random() < rate else script

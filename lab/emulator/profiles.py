@@ -43,6 +43,7 @@ PROVIDER_DEFAULTS: dict[str, Any] = {
     "time_scale": None,
     "usage_override": None,
     "usage_dialect": "openai",
+    "malformed_tool_calls": 0.0,
 }
 
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -110,6 +111,9 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "usage_override": _opt(lambda v: isinstance(v, dict)),
     # How usage is reported (lab/emulator/dialects.py): openai, deepseek, anthropic, none.
     "usage_dialect": lambda v: v in USAGE_DIALECTS,
+    # The share of tool calls sent malformed (scripted.spoiled): bad JSON, an unknown
+    # function, or arguments that break the tool's schema, in turn.
+    "malformed_tool_calls": _num(0.0, 1.0),
 }
 _NESTED = ("jitter", "stall")
 

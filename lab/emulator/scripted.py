@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -119,6 +119,22 @@ def _arguments(tools: list[Any], name: str) -> str:
             args[key] = _PLACEHOLDERS.get(kind if isinstance(kind, str) else "string", "emulator")
         return orjson.dumps(args).decode()
     return "{}"
+
+
+def spoiled(script: Script, kind: int) -> Script:
+    """``script`` with its tool call malformed (profile ``malformed_tool_calls``):
+    ``kind`` 0 cuts the arguments' JSON short, 1 names a function the request does not
+    have, 2 sends arguments that break the schema (a list where an object belongs)."""
+    call = script.tool_call
+    if call is None:
+        return script
+    if kind % 3 == 0:
+        call = replace(call, arguments=call.arguments[:-1] or "{")
+    elif kind % 3 == 1:
+        call = replace(call, name=call.name + "_v2")
+    else:
+        call = replace(call, arguments='["emulator"]')
+    return replace(script, tool_call=call)
 
 
 def script_for(data: dict[str, Any], record_id: str, reasoning_tokens: int) -> Script | None:

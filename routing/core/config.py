@@ -41,6 +41,7 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("probe_period_s", "PROBE_PERIOD_S", "probe_period_s"),
     ("probe_sizes", "PROBE_SIZES", "probe_sizes"),
     ("probe_by_need", "PROBE_BY_NEED", "probe_by_need"),
+    ("tool_call_checks", "ROUTING_TOOL_CALL_CHECKS", "tool_call_checks"),
 )
 
 
@@ -73,6 +74,7 @@ class GatewayConfig:
     probe_period_s: float = 300.0
     probe_sizes: tuple[int, ...] = (20_000, 60_000, 150_000)
     probe_by_need: bool = True
+    tool_call_checks: bool = True  # O5: laggards get only exploration sends with tools
     tuning: SmartTuning = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -16,17 +16,18 @@ marks and prefixes are merged with the other processes' (``marks.merge``,
 
 from __future__ import annotations
 
-from collections.abc import Container, Hashable, MutableMapping, Sequence
+from collections.abc import Container, Hashable, Iterable, MutableMapping, Sequence
 
 from .capacity import ConcurrencyCaps
 from .config import DEFAULT_CONFIG, GatewayConfig
 from .followups import FollowupEstimator
-from .lessons import Cut, Failed, HedgeSettled, Lesson, Marked, Probed, Served
+from .lessons import Cut, Failed, HedgeSettled, Lesson, Marked, Probed, Served, ToolCallChecked
 from .marks import Reliability, UnusableMarks
 from .prefix import PrefixBook, PrefixHashes
 from .probe import probe_sizes, worth_probing
 from .speed import SpeedBook, SpeedSample, SpeedSummary
 from .tokens import OutputEstimator, OutputLengths, TokenEstimator
+from .toolcalls import ToolCallQuality
 from .types import EndpointInfo, ModelInfo, RequestFeatures, bucket_for
 
 EXPIRE_EVERY_S = 60.0  # the speed book's age expiry runs at most once a minute
@@ -64,6 +65,7 @@ class RoutingKnowledge:
         self.outputs = OutputEstimator()
         self.output_lengths = OutputLengths()
         self.tokens = TokenEstimator()
+        self.tool_calls = ToolCallQuality()
         self.real_at: dict[tuple[int, str], float] = {}  # last real uncached sample
         self._expired_at = -EXPIRE_EVERY_S
         self._purged_at = 0.0
@@ -93,6 +95,11 @@ class RoutingKnowledge:
             return marked
         full = self.caps.full_ids(self.inflight, now)
         return marked | full if full else marked
+
+    def tool_call_laggards(self, endpoint_ids: Iterable[int], now: float) -> frozenset[int]:
+        """Endpoints whose tool calls are malformed far more often than their peers'
+        (O5, ``core.toolcalls``): only exploration sends them requests with tools."""
+        return self.tool_calls.laggards(endpoint_ids, now)
 
     def cached_tokens(
         self, lookup: PrefixHashes, endpoint_ids: Container[int], now: float
@@ -191,6 +198,9 @@ class RoutingKnowledge:
             return self._probed(lesson, now)
         if type(lesson) is HedgeSettled:
             return NOTHING  # the hedge budget is the store's
+        if type(lesson) is ToolCallChecked:
+            self.tool_calls.checked(lesson.endpoint_id, lesson.valid, now)
+            return NOTHING
         raise TypeError(f"not a lesson: {lesson!r}")
 
     def _mark(self, endpoint_id: int, now: float) -> tuple[Marked, ...]:

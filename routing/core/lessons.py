@@ -83,6 +83,15 @@ class Probed:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallChecked:
+    """A served call that carried tools returned tool calls: ``valid`` when every one
+    named a requested function with arguments that fit its schema (core.toolcalls)."""
+
+    endpoint_id: int
+    valid: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Marked:
     """What the knowledge derived from a lesson, for the shared stores: the endpoint is
     unusable until ``until`` (``strikes`` refusals in a row); ``strikes`` 0: its streak
@@ -93,4 +102,4 @@ class Marked:
     strikes: int
 
 
-Lesson = Failed | Cut | Served | HedgeSettled | Probed
+Lesson = Failed | Cut | Served | HedgeSettled | Probed | ToolCallChecked

@@ -23,7 +23,7 @@ from .budget import budget_day
 from .config import GatewayConfig
 from .hedge import NO_HEDGE, HedgeDecision, hedge_partner, hedge_policy
 from .knowledge import RoutingKnowledge
-from .lessons import Cut, Failed, HedgeSettled, Lesson, Served
+from .lessons import Cut, Failed, HedgeSettled, Lesson, Served, ToolCallChecked
 from .options import RoutingOptions
 from .plan import plan_route
 from .pricing import request_cost
@@ -31,6 +31,7 @@ from .retry import classify_failure
 from .session import HedgeStart, Step
 from .speed import mostly_cached
 from .timeouts import first_token_timeout_s
+from .toolcalls import check_tool_calls
 from .types import EndpointInfo, ModelInfo, RequestFeatures, RoutePlan, bucket_for
 
 
@@ -117,11 +118,25 @@ class SmartRouter:
             features,
             options,
             knowledge.summary(now),
-            knowledge.unusable(now),
+            self._unusable(endpoints, features, now),
             self.rng,
             exploration_rate=config.exploration_rate,
             tuning=config.tuning,
         )
+
+    def _unusable(
+        self, endpoints: Sequence[EndpointInfo], features: RequestFeatures, now: float
+    ) -> frozenset[int]:
+        """The knowledge's unusable endpoints; for a request with tools also the tool-call
+        laggards (O5), except on an exploration draw (their only traffic with tools)."""
+        unusable = self.knowledge.unusable(now)
+        if not self.config.tool_call_checks or "tools" not in features.required_parameters:
+            return unusable
+        ids = [e.endpoint_id for e in endpoints]
+        laggards = self.knowledge.tool_call_laggards(ids, now)
+        if not laggards or self.rng.random() < self.config.exploration_rate:
+            return unusable
+        return unusable | laggards
 
     def next_attempt(
         self, plan: RoutePlan, tried: Sequence[int], model_start: int = 0
@@ -225,6 +240,17 @@ class SmartRouter:
     def on_cut(self, endpoint_id: int, peers: tuple[int, ...], now: float) -> list[Lesson]:
         """The provider cut the stream after its first token: a failure, no sample."""
         lessons: list[Lesson] = [Cut(endpoint_id, peers)]
+        self.stores.emit(lessons, now)
+        return lessons
+
+    def on_tool_calls(
+        self, endpoint_id: int, tools: object, calls: Sequence[object], now: float
+    ) -> list[Lesson]:
+        """A served call that carried tools returned ``calls`` (assembled): checked
+        against the request's ``tools`` (O5, ``core.toolcalls``)."""
+        if not calls or not self.config.tool_call_checks:
+            return []
+        lessons: list[Lesson] = [ToolCallChecked(endpoint_id, check_tool_calls(tools, calls))]
         self.stores.emit(lessons, now)
         return lessons
 

@@ -138,8 +138,8 @@ class ChunkRewriter:
 
     __slots__ = (
         "accepted", "attempt", "completion_chunks", "dialect", "finished", "keep_usage",
-        "model", "provider", "request_id", "route", "saw_token", "upstream_error", "usage",
-        "usage_replaced", "usage_sent",
+        "model", "provider", "request_id", "route", "saw_token", "tool_calls", "upstream_error",
+        "usage", "usage_replaced", "usage_sent",
     )  # fmt: skip
 
     def __init__(self, accepted, route: EndpointRoute) -> None:
@@ -159,6 +159,11 @@ class ChunkRewriter:
         self.usage: dict[str, Any] | None = None
         self.usage_replaced = False  # the provider's report was not credible: our estimate
         self.usage_sent = False  # a usage chunk went to the client
+        # The reply's tool calls, joined from their fragments, when the request has tools
+        # (checked once the call is served: ``tool_calls_of``, O5); None: not collected.
+        self.tool_calls: dict[tuple[int, Any], dict[str, str]] | None = (
+            {} if accepted.chat.body.get("tools") else None
+        )
 
     def _track(self, choices: Any) -> bool:
         """Count the tokens and the finish of ``choices``, in the same pass checking its
@@ -180,6 +185,8 @@ class ChunkRewriter:
                 ):  # fmt: skip
                     self.saw_token = True
                     self.completion_chunks += 1
+                if self.tool_calls is not None and delta.get("tool_calls"):
+                    collect_tool_calls(self.tool_calls, choice.get("index", 0), delta["tool_calls"])
             message = choice.get("message")
             if message and not isinstance(message, dict):
                 return False
@@ -255,6 +262,30 @@ class ChunkRewriter:
         elif "usage" in chunk and not self.keep_usage:
             del chunk["usage"]
         return chunk
+
+
+def collect_tool_calls(
+    parts: dict[tuple[int, Any], dict[str, str]], choice: Any, calls: Any
+) -> None:
+    """Join streamed tool-call fragments per (choice, call index): string appends only;
+    the check runs once on the assembled calls (``tool_calls_of``)."""
+    for call in calls if isinstance(calls, list) else ():
+        if not isinstance(call, dict):
+            continue
+        key = (choice, call.get("index", len(parts)))
+        merged = parts.setdefault(key, {"name": "", "arguments": ""})
+        function = call.get("function")
+        if isinstance(function, dict):
+            for field_name in ("name", "arguments"):
+                piece = function.get(field_name)
+                if isinstance(piece, str):
+                    merged[field_name] += piece
+
+
+def tool_calls_of(rewriter: ChunkRewriter) -> list[dict[str, Any]]:
+    """The assembled tool calls of a served reply, in the OpenAI form (none: [])."""
+    parts = rewriter.tool_calls
+    return [{"function": part} for part in parts.values()] if parts else []
 
 
 def _count(value: Any, limit: int) -> bool:

@@ -35,6 +35,7 @@ from ..memory import memory
 from ..models import SpeedSample
 from ..outbox import OUTBOX, Outbox, shared_mark
 from .accept import Accepted, replan
+from .relay import tool_calls_of
 
 _rng = random.Random()
 
@@ -167,7 +168,11 @@ class LiveRouter:
 
     def on_success(self, session: GatewaySession, leg: Leg, now: float) -> None:
         """``leg.data`` is the shell's attempt record (ttft_ms, duration_ms, usage)."""
-        self.core.on_success(served_call(self.accepted, leg), time.time())
+        unix = time.time()
+        self.core.on_success(served_call(self.accepted, leg), unix)
+        calls = tool_calls_of(leg.data.rewriter)  # [] unless the request had tools (O5)
+        if calls:
+            self.core.on_tool_calls(leg.endpoint_id, self.accepted.chat.body["tools"], calls, unix)
 
 
 def served_call(accepted: Accepted, leg: Leg) -> ServedCall:

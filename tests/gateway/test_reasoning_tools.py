@@ -47,7 +47,7 @@ def test_reasoning_streamed_before_content(client):
 
 
 def _rewriter(stream: bool) -> ChunkRewriter:
-    chat = SimpleNamespace(include_usage=False, stream=stream, model_slug=TEST_MODEL)
+    chat = SimpleNamespace(include_usage=False, stream=stream, model_slug=TEST_MODEL, body={})
     accepted = SimpleNamespace(chat=chat, request_id="gen-x")
     return ChunkRewriter(accepted, SimpleNamespace(provider_slug="alpha", usage_dialect="openai"))
 
