@@ -128,3 +128,29 @@ class ActivityListApi(APIView):
 
 def _money_or_none(value) -> str | None:
     return None if value is None else decimal_str(value)
+
+
+class CreditsApi(APIView):
+    """GET /api/v1/credits (OpenRouter's shape): the organisation's credits (top-ups and
+    adjustments) and its all-time usage as JSON numbers (what OpenRouter clients parse),
+    and the same figures with the balance as exact decimal strings under ``exact``.
+    Read from the ledgers, never from the quota store."""
+
+    authentication_classes = [ApiKeyAuthentication]
+
+    def get(self, request):
+        summary = selectors.credit_summary(organisation_id=request.auth.organisation_id)
+        return Response(
+            {
+                "data": {
+                    "total_credits": float(summary.total_credits),
+                    "total_usage": float(summary.total_usage),
+                    "prepaid": request.auth.prepaid,
+                    "exact": {
+                        "total_credits": decimal_str(summary.total_credits),
+                        "total_usage": decimal_str(summary.total_usage),
+                        "balance": decimal_str(summary.balance),
+                    },
+                }
+            }
+        )

@@ -2,7 +2,7 @@ from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularJSONAPIView
 
-from billing.apis import ActivityListApi
+from billing.apis import ActivityListApi, CreditsApi
 
 from . import apis, key_views, model_views, openapi, views  # noqa: F401 - openapi registers extensions
 
@@ -21,4 +21,5 @@ urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("generation", apis.GenerationApi.as_view(), name="generation"),
     path("activity", ActivityListApi.as_view(), name="activity"),
+    path("credits", CreditsApi.as_view(), name="credits"),
 ]
