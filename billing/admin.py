@@ -1,6 +1,7 @@
 from datetime import timedelta
 from decimal import Decimal
 
+from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
@@ -10,12 +11,14 @@ from .models import (
     Activity,
     ApiKey,
     Attempt,
+    CreditEntry,
     Membership,
     Organisation,
     PriceChange,
     RejectedRequest,
 )
 from .selectors import month_start, unscoped_organisation_spend
+from .services import credit_entry_create, organisation_set_prepaid
 from .templatetags.dashboard import usd
 
 
@@ -34,6 +37,12 @@ class OrganisationAdmin(admin.ModelAdmin):
     )  # fmt: skip
     search_fields = ("slug", "name")
     inlines = [MembershipInline]
+    readonly_fields = ("credit_total_usd",)  # the sum of its credit entries
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "prepaid" in form.changed_data:  # the keys carry the flag: drop them
+            organisation_set_prepaid(organisation=obj, prepaid=obj.prepaid)
 
     def get_queryset(self, request):
         return unscoped_organisation_spend().order_by("slug")
@@ -79,6 +88,53 @@ class OrganisationAdmin(admin.ModelAdmin):
             "last_month": month_start(this_month - timedelta(days=1)),
         }
         return TemplateResponse(request, "admin/billing/organisation/spend.html", context)
+
+
+class CreditEntryForm(forms.ModelForm):
+    class Meta:
+        model = CreditEntry
+        fields = ("organisation", "kind", "amount_usd", "note")
+
+    def clean(self) -> dict:
+        data = super().clean()
+        amount = data.get("amount_usd")
+        if data.get("kind") == CreditEntry.Kind.TOPUP and amount is not None and amount <= 0:
+            self.add_error("amount_usd", "A top-up is positive (take credit back by adjustment).")
+        if amount == 0:
+            self.add_error("amount_usd", "Enter a non-zero amount.")
+        return data
+
+
+@admin.register(CreditEntry)
+class CreditEntryAdmin(admin.ModelAdmin):
+    """The credit ledger: operators add top-ups and adjustments; entries are never edited
+    or deleted (a correction is another entry). Saved through the service, which keeps
+    the organisation's credit total and the gateway's key caches in step."""
+
+    list_display = ("created_at", "organisation", "kind", "amount", "note", "created_by")
+    list_filter = ("kind", "organisation")
+    search_fields = ("note", "organisation__slug")
+    form = CreditEntryForm
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="amount (USD)", ordering="amount_usd")
+    def amount(self, obj: CreditEntry) -> str:
+        return usd(obj.amount_usd)
+
+    def save_model(self, request, obj, form, change) -> None:
+        saved = credit_entry_create(
+            organisation=obj.organisation,
+            amount_usd=obj.amount_usd,
+            kind=obj.kind,
+            note=obj.note,
+            created_by=request.user.get_username(),
+        )
+        obj.pk, obj.created_at = saved.pk, saved.created_at
 
 
 @admin.register(ApiKey)

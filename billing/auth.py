@@ -45,6 +45,8 @@ class KeyPrincipal:
     rate_limit_rpm: int | None = None
     rate_limit_tpm: int | None = None
     max_concurrent: int | None = None
+    prepaid: bool = False  # the organisation draws on its credit balance
+    credit_total_usd: Decimal = Decimal(0)  # its credits (the credit budget's limit)
 
     @property
     def has_quota(self) -> bool:
@@ -53,7 +55,7 @@ class KeyPrincipal:
             self.monthly_limit_usd is None and self.daily_limit_usd is None
             and self.org_monthly_limit_usd is None and self.org_daily_limit_usd is None
             and self.rate_limit_rpm is None and self.rate_limit_tpm is None
-            and self.max_concurrent is None
+            and self.max_concurrent is None and not self.prepaid
         )  # fmt: skip
 
 
@@ -97,6 +99,8 @@ def _load(prefix: str) -> KeyPrincipal | None:
             "rate_limit_rpm",
             "rate_limit_tpm",
             "max_concurrent",
+            "organisation__prepaid",
+            "organisation__credit_total_usd",
         )
         .first()
     )
@@ -116,6 +120,8 @@ def _load(prefix: str) -> KeyPrincipal | None:
         rate_limit_rpm=row["rate_limit_rpm"],
         rate_limit_tpm=row["rate_limit_tpm"],
         max_concurrent=row["max_concurrent"],
+        prepaid=row["organisation__prepaid"],
+        credit_total_usd=row["organisation__credit_total_usd"],
     )
 
 

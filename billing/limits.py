@@ -109,7 +109,31 @@ def budgets_for(principal, now: datetime | None = None) -> tuple[Budget, ...]:
             key=f"{prefix}:spend:{scope}:{period}:{period_id}", scope=scope, period=period,
             period_start=start, limit_nano=nano(Decimal(limit)), expire_at=end + 2 * 86400,
         ))  # fmt: skip
+    if principal.prepaid:
+        found.append(credit_budget(principal.organisation_id, principal.credit_total_usd, now))
     return tuple(found)
+
+
+CREDIT_PERIOD_START = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def credit_budget(organisation_id: int, credits_usd: Decimal, now: datetime) -> Budget:
+    """A prepaid organisation's balance as one more budget: the limit is its credits,
+    ``spent`` its all-time spend (seeded from the ledger). The store key rolls over each
+    month (a fresh seed from the ledger then: drift cannot outlive a month)."""
+    _, month_id, month_end = _period_bounds("month", now)
+    return Budget(
+        key=_credit_key(organisation_id, month_id),
+        scope=f"org:{organisation_id}",
+        period="credit",
+        period_start=CREDIT_PERIOD_START,
+        limit_nano=nano(credits_usd),
+        expire_at=month_end + 2 * 86400,
+    )
+
+
+def _credit_key(organisation_id: int, month_id: str) -> str:
+    return f"{process_config().shared_key_prefix}:spend:org:{organisation_id}:credit:{month_id}"
 
 
 def rates_for(principal, now: float | None = None) -> RateLimits | None:
@@ -177,6 +201,8 @@ _LABELS = {
 
 
 def _refusal_message(budget: Budget, remaining_nano: int, worst_nano: int) -> str:
+    if budget.period == "credit":
+        return _credit_refusal_message(remaining_nano, worst_nano)
     label = _LABELS[(budget.scope.split(":")[0], budget.period)]
     period = "this month" if budget.period == "month" else "today"
     return (
@@ -188,13 +214,25 @@ def _refusal_message(budget: Budget, remaining_nano: int, worst_nano: int) -> st
     )
 
 
+def _credit_refusal_message(remaining_nano: int, worst_nano: int) -> str:
+    return (
+        f"Insufficient credits: the organisation's prepaid balance is "
+        f"{money(usd(remaining_nano))} (calls in flight included), and this request may "
+        f"cost up to {money(usd(worst_nano))} (its prompt and max_tokens at the dearest "
+        "endpoint it may use). Lower max_tokens, or ask for a top-up."
+    )
+
+
 async def _seeds(budgets: tuple[Budget, ...], missing: tuple[int, ...], org_id: int) -> dict:
-    from .selectors import spend_since
+    from .selectors import organisation_usage_before, spend_since
 
     seeds = {}
     for i in missing:
         budget = budgets[i]
         kind, _, scope_id = budget.scope.partition(":")
+        if budget.period == "credit":
+            seeds[i] = nano(await db_call(organisation_usage_before)(organisation_id=org_id))
+            continue
         spent = await db_call(spend_since)(
             organisation_id=org_id, api_key_id=int(scope_id) if kind == "key" else None,
             since=budget.period_start,
@@ -316,6 +354,8 @@ def _abandoned_keys(call: dict) -> list[str]:
         for period in ("month", "day"):
             key = f"{prefix}:spend:{scope}:{period}:{_period_bounds(period, created)[1]}"
             keys += [key, f"{key}:res"]
+    credit = _credit_key(call["organisation_id"], _period_bounds("month", created)[1])
+    keys += [credit, f"{credit}:res"]  # settled only where the call reserved (prepaid)
     return [*keys, f"{_rate_base(call['api_key_id'])}:inflight"]
 
 
@@ -344,7 +384,7 @@ def settle_abandoned(calls: list[dict]) -> int:
 
 
 async def _maybe_alert(organisation_id: int | None, budget: Budget, spent_nano: int) -> None:
-    if organisation_id is None or budget.limit_nano <= 0:
+    if organisation_id is None or budget.limit_nano <= 0 or budget.period == "credit":
         return
     for threshold in ALERT_THRESHOLDS:
         if spent_nano * 100 >= budget.limit_nano * threshold:
@@ -353,7 +393,7 @@ async def _maybe_alert(organisation_id: int | None, budget: Budget, spent_nano: 
 
 def _maybe_alert_refused(principal, budget: Budget, remaining_nano: int) -> None:
     """A refusal with under 20% of the limit left is the limit reached: the 100% alert."""
-    if remaining_nano * 5 < budget.limit_nano:
+    if budget.period != "credit" and remaining_nano * 5 < budget.limit_nano:
         spent = budget.limit_nano - remaining_nano
         run_in_background(_raise_alert(principal.organisation_id, budget, 100, spent))
 

@@ -24,6 +24,13 @@ class Organisation(models.Model):
     alert_webhook_url = models.URLField(max_length=500, blank=True)
     # Owners and admins create API keys; members too when this is on (docs/dashboard.md).
     members_create_keys = models.BooleanField(default=False)
+    # Prepaid (docs/security.md, "Prepaid credits"): calls draw on the balance (credits
+    # minus all-time spend) and a request it cannot cover is a 402. Off: post-paid.
+    prepaid = models.BooleanField(default=False)
+    # The sum of the organisation's CreditEntry amounts, kept in step by
+    # billing.services.credit_entry_create: the limit of the credit budget, travels with
+    # the key (billing.auth) so the request path reads nothing new.
+    credit_total_usd = models.DecimalField(max_digits=20, decimal_places=10, default=Decimal(0))
 
     def __str__(self) -> str:
         return self.slug
@@ -435,3 +442,29 @@ class UsageRollupState(models.Model):
 
     def __str__(self) -> str:
         return f"rolled through {self.through_day}"
+
+
+class CreditEntry(TenantData):
+    """One line of an organisation's credit ledger: an operator's top-up or adjustment
+    (negative to take credit back). Append-only: a mistake is corrected by another
+    entry, never by editing one (billing/admin.py allows adding only)."""
+
+    class Kind(models.TextChoices):
+        TOPUP = "topup", "top-up"
+        ADJUSTMENT = "adjustment"
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="credit_entries"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TOPUP)
+    amount_usd = models.DecimalField(max_digits=20, decimal_places=10)
+    note = models.CharField(max_length=255, blank=True)
+    created_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "credit entries"
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.amount_usd} at {self.created_at:%Y-%m-%d}"

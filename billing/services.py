@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -11,6 +14,7 @@ from . import invitations
 from .keys import generate_key
 from .models import (
     ApiKey,
+    CreditEntry,
     Invitation,
     Membership,
     Organisation,
@@ -139,6 +143,54 @@ def organisation_set_limits(
     for api_key in organisation.api_keys.all():
         _publish_key_changed(api_key)
     return organisation
+
+
+def _publish_organisation_keys_changed(organisation_id: int) -> None:
+    for api_key in ApiKey.objects.for_organisation(organisation_id).only("id", "prefix"):
+        _publish_key_changed(api_key)
+
+
+def organisation_set_prepaid(*, organisation: Organisation, prepaid: bool) -> Organisation:
+    """Switch the organisation between prepaid (calls draw on its credit balance; 402
+    when it cannot cover a request's worst case) and post-paid. The key caches drop."""
+    organisation.prepaid = prepaid
+    organisation.save(update_fields=["prepaid"])
+    _publish_organisation_keys_changed(organisation.id)
+    return organisation
+
+
+@transaction.atomic
+def credit_entry_create(
+    *,
+    organisation: Organisation,
+    amount_usd: Decimal,
+    kind: str = CreditEntry.Kind.TOPUP,
+    note: str = "",
+    created_by: str = "",
+    created_at=None,
+) -> CreditEntry:
+    """Append a top-up or adjustment to the organisation's credit ledger and add it to
+    ``Organisation.credit_total_usd`` in the same transaction (the credit budget's
+    limit, billing.limits); every gateway process drops the organisation's keys from its
+    cache after commit, so the new balance applies within a second."""
+    if kind not in CreditEntry.Kind.values:
+        raise ValueError(f"unknown credit entry kind {kind!r}")
+    if kind == CreditEntry.Kind.TOPUP and amount_usd <= 0:
+        raise ValueError("a top-up is a positive amount (take credit back with an adjustment)")
+    entry = CreditEntry.objects.for_organisation(organisation).create(
+        organisation=organisation,
+        kind=kind,
+        amount_usd=amount_usd,
+        note=note[:255],
+        created_by=created_by[:150],
+        created_at=created_at or timezone.now(),
+    )
+    Organisation.objects.filter(id=organisation.id).update(
+        credit_total_usd=F("credit_total_usd") + amount_usd
+    )
+    organisation.refresh_from_db(fields=["credit_total_usd"])
+    _publish_organisation_keys_changed(organisation.id)
+    return entry
 
 
 def _publish_key_changed(api_key: ApiKey) -> None:

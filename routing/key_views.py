@@ -20,7 +20,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
 from billing.auth import KeyPrincipal, authenticate
-from billing.selectors import api_key_usage, organisation_usage
+from billing.money import decimal_str
+from billing.selectors import api_key_usage, credit_summary, organisation_usage
 from common.aio import db_call
 
 from .errors import GatewayError, unless_read
@@ -97,11 +98,33 @@ def key_data(principal: KeyPrincipal, usage: dict) -> dict:
 
 
 async def credits(request: HttpRequest) -> HttpResponse:
-    """OpenRouter's ``GET /credits``: the calling key's organisation's spend."""
+    """OpenRouter's ``GET /credits`` for the calling key's organisation: a prepaid one's
+    top-ups and all-time usage (its balance is the difference); a post-paid one's usage
+    plus what its limits leave (docs/api.md)."""
     principal = await _caller(request)
     if isinstance(principal, HttpResponse):
         return principal
+    if principal.prepaid:
+        summary = await db_call(credit_summary)(organisation_id=principal.organisation_id)
+        return JsonResponse({"data": _prepaid(summary)})
     usage = await db_call(organisation_usage)(organisation_id=principal.organisation_id)
+    return JsonResponse({"data": _postpaid(principal, usage)})
+
+
+def _prepaid(summary) -> dict:
+    return {
+        "total_credits": float(summary.total_credits),
+        "total_usage": float(summary.total_usage),
+        "prepaid": True,
+        "exact": {
+            "total_credits": decimal_str(summary.total_credits),
+            "total_usage": decimal_str(summary.total_usage),
+            "balance": decimal_str(summary.balance),
+        },
+    }
+
+
+def _postpaid(principal: KeyPrincipal, usage: dict) -> dict:
     left = [
         max(limit - spent, Decimal(0))
         for limit, spent in (
@@ -111,16 +134,16 @@ async def credits(request: HttpRequest) -> HttpResponse:
         if limit is not None
     ]
     remaining = min(left) if left else None
-    data = {
+    return {
         "total_credits": float(usage["total"] + (remaining or 0)),
         "total_usage": float(usage["total"]),
+        "prepaid": False,
         "usage_monthly": float(usage["month"]),
         "usage_daily": float(usage["day"]),
         "limit_monthly": _num(principal.org_monthly_limit_usd),
         "limit_daily": _num(principal.org_daily_limit_usd),
         "limit_remaining": _num(remaining),
     }
-    return JsonResponse({"data": data})
 
 
 def _num(value: Decimal | None) -> float | None:

@@ -9,6 +9,7 @@ reads are named ``unscoped_…`` (``staff``, and the invitation a link token nam
     usage     usage of a queryset of rows: per day, model, provider, key; TTFT
     rolled    the same figures from the daily rollups and the recent rows
     spend     spend of an organisation or key; per-row spend columns
+    credits   credits, all-time usage, the monthly statement
     keys      an organisation's API keys
     members   members, invitations, a signed-in user's organisation
     staff     the cross-tenant reads (``unscoped_…``)
@@ -31,6 +32,14 @@ from .activity import (
 )
 from .balance import api_key_usage, organisation_usage
 from .common import PROMPT_BUCKETS, ActivityFilters, day_start, for_organisation, month_start
+from .credits import (
+    CreditSummary,
+    Statement,
+    credit_summary,
+    credits_before,
+    monthly_statement,
+    organisation_usage_before,
+)
 from .keys import (
     api_key_choices,
     api_key_get,
@@ -76,7 +85,9 @@ __all__ = [
     "PROMPT_BUCKETS",
     "REJECTED_CSV_COLUMNS",
     "ActivityFilters",
+    "CreditSummary",
     "SpeedPremium",
+    "Statement",
     "activity_csv_rows",
     "activity_filter_choices",
     "activity_get",
@@ -91,6 +102,8 @@ __all__ = [
     "api_key_names",
     "api_key_usage",
     "catalog_model_slugs",
+    "credit_summary",
+    "credits_before",
     "day_start",
     "filter_choices",
     "for_organisation",
@@ -103,8 +116,10 @@ __all__ = [
     "membership_get",
     "membership_list",
     "month_start",
+    "monthly_statement",
     "organisation_for_user",
     "organisation_usage",
+    "organisation_usage_before",
     "percentile",
     "percentile_of_counts",
     "rejected_csv_rows",

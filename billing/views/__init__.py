@@ -18,6 +18,7 @@ from .members import (
     member_role_view,
     members_view,
 )
+from .statement import statement_csv_view, statement_view
 from .usage import usage_csv_view, usage_view
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "organisation_limits_view",
     "organisation_required",
     "owner_required",
+    "statement_csv_view",
+    "statement_view",
     "usage_csv_view",
     "usage_view",
 ]

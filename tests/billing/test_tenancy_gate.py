@@ -28,7 +28,7 @@ from billing.models import (
 )
 from billing.rollups import rollup_refresh
 from billing.selectors import ActivityFilters
-from billing.services import invitation_create, member_add
+from billing.services import credit_entry_create, invitation_create, member_add
 from billing.tenancy import TenantData, UnscopedQueryError
 
 from ..support import make_tenant
@@ -58,6 +58,7 @@ def test_the_tenant_models_are_the_ones_that_hold_an_organisations_rows():
         "UsageDaily",
         "UsageDayTotal",
         "TtftDaily",
+        "CreditEntry",
     }
     for model in apps.get_app_config("billing").get_models():
         holds_rows = any(f.name == "organisation" for f in model._meta.fields)
@@ -216,6 +217,8 @@ def two_orgs():
     a, b = make_tenant("OrgA"), make_tenant("OrgB")
     _seed(a, "acme", D("0.25"))
     _seed(b, "bolt", D(7))
+    for tenant, amount in ((a, D(3)), (b, D(11))):
+        credit_entry_create(organisation=tenant.organisation, amount_usd=amount, created_at=NOW)
     rollup_refresh(now=NOW)
     assert UsageDaily.unscoped_objects.filter(monthly=False).count() == 2  # a day of each
     return a, b
@@ -233,6 +236,14 @@ DAYS = {"date_from": WEEK.date_from, "date_to": WEEK.date_to}
 
 # Every public selector that takes ``organisation_id``, called for one organisation.
 SCOPED_READS = {
+    "credit_summary": lambda o, a: selectors.credit_summary(organisation_id=o),
+    "credits_before": lambda o, a: selectors.credits_before(organisation_id=o),
+    "organisation_usage_before": lambda o, a: selectors.organisation_usage_before(
+        organisation_id=o
+    ),
+    "monthly_statement": lambda o, a: selectors.monthly_statement(
+        organisation_id=o, month=NOW.date()
+    ),
     "activity_list": lambda o, a: selectors.activity_list(organisation_id=o),
     "activity_filter_choices": lambda o, a: selectors.activity_filter_choices(organisation_id=o),
     "rejected_list": lambda o, a: selectors.rejected_list(organisation_id=o, filters=WEEK),
