@@ -170,3 +170,54 @@ def probe_spend_per_day(*, days: int = 30) -> list[dict]:
         }
         for r in rows
     ]
+
+
+def _success_rates(since: datetime) -> dict[int, dict]:
+    """Attempts and successes per endpoint since ``since`` (one grouped query)."""
+    rows = (
+        Attempt.unscoped_objects.filter(activity__created_at__gte=since)
+        .values("endpoint_id")
+        .order_by()
+        .annotate(total=Count("id"), success=Count("id", filter=Q(outcome="success")))
+    )
+    return {row["endpoint_id"]: row for row in rows}
+
+
+def _marked_until(endpoint_ids: list[int]) -> dict[int, datetime]:
+    """The endpoints the shared store marks unusable now, with until when (one read)."""
+    keys = {key("unusable", endpoint_id): endpoint_id for endpoint_id in endpoint_ids}
+    try:
+        values = async_to_sync(shared_kv().get_many)(list(keys)) if keys else {}
+    except Exception:  # the overview still shows rates and speed
+        return {}
+    marks = {}
+    for name, raw in (values or {}).items():
+        until_s = float(raw.split("|")[0]) if raw else 0.0
+        if until_s > time.time():
+            marks[keys[name]] = datetime.fromtimestamp(until_s, tz=UTC)
+    return marks
+
+
+def health_overview() -> list[dict]:
+    """Every endpoint for the operator's overview: its recent success rate (attempts of
+    the last ``HEALTH_WINDOW``), TTFT p50 per prompt-size bucket and its unusable mark."""
+    from providers.models import Endpoint
+
+    endpoints = list(
+        Endpoint.objects.select_related("provider", "model").order_by("model__slug", "id")
+    )
+    rates = _success_rates(timezone.now() - HEALTH_WINDOW)
+    marks = _marked_until([e.id for e in endpoints])
+    overview = []
+    for endpoint in endpoints:
+        rate = rates.get(endpoint.id, {"total": 0, "success": 0})
+        overview.append(
+            {
+                "endpoint": endpoint,
+                "attempts": rate["total"],
+                "success_rate": rate["success"] / rate["total"] if rate["total"] else None,
+                "p50_ms": [row["p50_ms"] for row in speed_by_bucket(endpoint.id)],
+                "unusable_until": marks.get(endpoint.id),
+            }
+        )
+    return overview

@@ -33,6 +33,24 @@ urlpatterns = [
     re_path(r"^(?:api|v1)/", csrf_exempt(api_not_found)),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Password reset (Django's views; the e-mail goes through EMAIL_BACKEND: the console
+    # in the demo, SMTP from DJANGO_EMAIL_URL in production).
+    path("password_reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path(
+        "password_reset/done/",
+        auth_views.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "reset/done/",
+        auth_views.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
     path("healthz", ops_views.healthz),
     path("readyz", ops_views.readyz),
     path("metrics", ops_views.metrics),

@@ -7,8 +7,11 @@ from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
 
 from ..money import decimal_str, usd_short
+from ..provider_colours import provider_index
 
 register = template.Library()
+# Attempts that got no HTTP response: what happened instead, in the HTTP column.
+_NO_RESPONSE = {"connect_error": "—conn", "timeout_error": "—timeout"}
 
 
 @register.filter
@@ -150,3 +153,27 @@ def usage_cells(row: dict, label, label_name: str) -> str:
         f'<td class="num saved" data-label="Saved vs list">{vs_list}</td>'
         f'<td class="num" data-label="vs cheapest-input">{vs_cheapest}</td>'
     )
+
+
+@register.filter
+def provider_class(slug) -> str:
+    """``prov prov-N``: the provider's colour swatch (billing/provider_colours.py)."""
+    return f"prov prov-{provider_index(slug)}" if slug else ""
+
+
+@register.filter
+def attempt_http(attempt) -> str:
+    """The HTTP status of every attempt: the upstream's, 200 for a success that kept
+    none, "—conn" when no response came (connect error, timeout)."""
+    if attempt.http_status:
+        return str(attempt.http_status)
+    if attempt.outcome == "success":
+        return "200"
+    return _NO_RESPONSE.get(attempt.outcome, "—")
+
+
+@register.filter
+def model_breaks(slug) -> str:
+    """A model slug that may wrap after its "/" and "-" (never cut): ``<wbr>`` there."""
+    text = conditional_escape(slug or "")
+    return mark_safe(text.replace("/", "/<wbr>").replace("-", "-<wbr>"))  # noqa: S308

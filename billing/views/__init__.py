@@ -18,6 +18,7 @@ from .members import (
     member_role_view,
     members_view,
 )
+from .operator import home_view, operator_overview_view
 from .statement import statement_csv_view, statement_view
 from .usage import usage_csv_view, usage_view
 
@@ -29,11 +30,13 @@ __all__ = [
     "api_key_revoke_view",
     "api_key_settings_view",
     "api_keys_view",
+    "home_view",
     "invitation_accept_view",
     "invitation_revoke_view",
     "member_remove_view",
     "member_role_view",
     "members_view",
+    "operator_overview_view",
     "organisation_limits_view",
     "organisation_required",
     "owner_required",

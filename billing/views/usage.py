@@ -12,6 +12,7 @@ from django.shortcuts import render
 from .. import selectors
 from ..forms import UsageRangeForm
 from ..money import decimal_str
+from ..provider_colours import provider_colours
 from .common import organisation_required
 
 DEFAULT_DAYS = 30
@@ -61,6 +62,9 @@ def _chart(usage: dict, buckets) -> dict:
         "modelCost": [float(row["cost"]) for row in per_model],
         "providers": [row["provider_slug"] or "(none)" for row in per_provider],
         "providerCost": [float(row["cost"]) for row in per_provider],
+        "providerColours": provider_colours(
+            [row["provider_slug"] for row in per_provider] + [row["provider"] for row in ttft]
+        ),
         "buckets": list(buckets),
         "ttft": [
             {

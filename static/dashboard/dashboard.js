@@ -45,9 +45,12 @@
   });
 })();
 
-// Activity filters: open on wide screens; on a phone a "Filters" toggle (open when active).
+// Activity filters and totals: open on wide screens; on a phone behind a toggle each.
 (function () {
   "use strict";
-  var box = document.getElementById("filters-box");
-  if (box && window.matchMedia("(min-width: 761px)").matches) box.open = true;
+  if (!window.matchMedia("(min-width: 761px)").matches) return;
+  ["filters-box", "totals-box"].forEach(function (id) {
+    var box = document.getElementById(id);
+    if (box) box.open = true;
+  });
 })();

@@ -44,7 +44,11 @@
         var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("live-region");
         if (!fresh) return;
         var before = rowIds(region);
+        var totalsBox = document.getElementById("totals-box");
+        var totalsOpen = totalsBox ? totalsBox.open : null;
         region.innerHTML = fresh.innerHTML;
+        totalsBox = document.getElementById("totals-box");
+        if (totalsBox && totalsOpen !== null) totalsBox.open = totalsOpen;
         region.querySelectorAll("#live-rows tr").forEach(function (tr) {
           var id = tr.getAttribute("data-request-id") || tr.getAttribute("data-rejected-id");
           if (id && !before[id]) tr.classList.add("fresh");

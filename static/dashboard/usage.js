@@ -6,6 +6,8 @@
   if (!node || typeof Chart === "undefined") return;
   var data = JSON.parse(node.textContent);
   var palette = ["#3b5bdb", "#2b8a3e", "#e67700", "#c92a2a", "#862e9c", "#0b7285", "#5c940d", "#a61e4d"];
+  // One colour per provider slug on every chart (billing/provider_colours.py).
+  var providerColour = function (slug) { return data.providerColours[slug] || "#868e96"; };
   // Same rule as the tables: 2 decimals from $1, else 3 significant digits.
   var usd = function (value) {
     var v = Number(value);
@@ -67,7 +69,7 @@
       datasets: [{
         label: "Spend (USD)",
         data: data.providerCost,
-        backgroundColor: data.providers.map(function (_, i) { return palette[i % palette.length]; }),
+        backgroundColor: data.providers.map(providerColour),
       }],
     },
     options: {
@@ -84,11 +86,11 @@
     type: "bar",
     data: {
       labels: data.buckets,
-      datasets: data.ttft.map(function (row, i) {
+      datasets: data.ttft.map(function (row) {
         return {
           label: row.provider,
           data: row.medians.map(function (ms) { return ms === null ? null : ms / 1000; }),
-          backgroundColor: palette[i % palette.length],
+          backgroundColor: providerColour(row.provider),
         };
       }),
     },

@@ -100,7 +100,7 @@ def test_thousands_separators_and_hedged_no(market_and_tenant):
     market, tenant = market_and_tenant
     finished_call(tenant, "gen-big", endpoint=market["alpha"], prompt=150_012, completion=933_381)
     html = login(tenant.user).get("/").content.decode()
-    assert '<td data-label="Input" class="num">150,012</td>' in html
+    assert '<td data-label="Input" class="num c-in">150,012</td>' in html
     assert "933,381" in html and 'id="total-prompt">150,012<' in html
     assert '<td data-label="Hedged" class="extra">no</td>' in html
 
