@@ -366,6 +366,7 @@ CROSS_TENANT_MACHINERY = {
     ("billing/tasks.py", "spend_alerts_deliver_task"): "Celery delivers any alert",
     ("routing/health.py", "attempt_rates"): "operator endpoint health",
     ("routing/health.py", "unusable_mark"): "operator endpoint health",
+    ("routing/health.py", "_success_rates"): "the operator's overview: every endpoint's rate",
     ("lab/management/commands/activity_timings.py", "handle"): "a benchmark's row count",
 }
 
