@@ -347,7 +347,7 @@ UBERLLM = SettingsDict(
         ),
         # O3: a 429 teaches the endpoint a concurrency cap (0.9 x this process's calls in
         # flight there); while reached, its traffic spills over to the next choice.
-        "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=False),
+        "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=True),
         "ROUTING_TOOL_CALL_CHECKS": env.bool("UBERLLM_ROUTING_TOOL_CALL_CHECKS", default=True),
         # Probes stop for the UTC day once they cost this much (USD, all models); 0 = no limit.
         "PROBE_DAILY_BUDGET_USD": env.float("UBERLLM_PROBE_DAILY_BUDGET_USD", default=25.0),

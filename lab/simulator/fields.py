@@ -67,7 +67,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "probe_budget_usd_per_day": 25.0,
     "probe_spend_share": 0.25,  # probes by volume (live PROBE_SPEND_SHARE)
     "probe_by_need": True,  # skip probes that cannot change an uncached pick (probe_relevant)
-    "concurrency_caps": False,
+    "concurrency_caps": True,
     "hedging": True,
 }
 

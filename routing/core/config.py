@@ -67,7 +67,7 @@ class GatewayConfig:
     speed_window_size: int = 50
     speed_max_age_s: float = 6 * 3600.0
     speed_stale_after_s: float = 600.0
-    concurrency_caps: bool = False
+    concurrency_caps: bool = True
     first_token_floor_s: float = 20.0
     first_token_factor: float = 4.0
     first_token_timeout_s: float = 180.0

@@ -88,12 +88,19 @@ class RoutingKnowledge:
         return book.summary()
 
     def unusable(self, now: float) -> frozenset[int]:
-        """Marked endpoints (R2.7), and with concurrency caps the ones our calls in
-        flight fill (O3): plans put both last."""
+        """Marked endpoints (R2.7), the ones back from a mark whose ramp our calls in
+        flight fill (``marks.ramp_limit``), and with concurrency caps the ones our calls
+        in flight fill (O3) or a Retry-After holds: plans put them all last."""
         marked = self.marks.unusable_ids(now)
+        inflight = self.inflight
+        ramping = [
+            eid for eid, limit in self.marks.returning(now).items() if inflight[eid] >= limit
+        ]
+        if ramping:
+            marked = marked.union(ramping)
         if not self.config.concurrency_caps:
             return marked
-        full = self.caps.full_ids(self.inflight, now)
+        full = self.caps.full_ids(inflight, now)
         return marked | full if full else marked
 
     def tool_call_laggards(self, endpoint_ids: Iterable[int], now: float) -> frozenset[int]:
@@ -214,7 +221,7 @@ class RoutingKnowledge:
 
     def _failed(self, lesson: Failed, now: float) -> tuple[Marked, ...]:
         if lesson.status == 429 and self.config.concurrency_caps:
-            self.caps.refused(lesson.endpoint_id, lesson.inflight, now)
+            self.caps.refused(lesson.endpoint_id, lesson.inflight, now, lesson.retry_after_s)
         if lesson.counts:
             return self._count_failure(lesson.endpoint_id, lesson.peers, now)
         return NOTHING
@@ -223,7 +230,6 @@ class RoutingKnowledge:
         eid = lesson.endpoint_id
         streak = self.marks.record_success(eid)
         self.health.served(eid, now)
-        self.caps.served(eid)
         if lesson.ttft_s is not None and self.book is not None:
             sample = SpeedSample(now, lesson.ttft_s, cached=lesson.cached)
             self.book.record(eid, lesson.sample_bucket, sample)

@@ -18,7 +18,8 @@ class Failed:
     """An attempt failed before its first token. ``kind``/``status`` are the core's
     (``failure_kind``); ``counts``: it counts against the provider (R2.7,
     ``classify_failure``); ``inflight``: our calls in flight at the endpoint when the
-    provider refused (O3 learns a cap from a 429); ``peers``: the model's endpoints."""
+    provider refused (O3 learns a cap from a 429); ``peers``: the model's endpoints;
+    ``retry_after_s``: the refusal's Retry-After, if any (a 429 holds the endpoint)."""
 
     endpoint_id: int
     kind: str
@@ -26,6 +27,7 @@ class Failed:
     counts: bool
     inflight: int
     peers: tuple[int, ...]
+    retry_after_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

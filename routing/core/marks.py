@@ -9,7 +9,13 @@ with each further refusal, never more than ``max_window_s`` (15 minutes); a call
 endpoint serves ends the streak. A provider that sheds load with a 429 at its peaks is
 back in seconds, one that is down stays out for up to 15 minutes. (A flat 15 minutes
 after any 429 took a concurrency-capped provider out of a 429 storm's market almost
-entirely: docs/simulator.md.)
+entirely: docs/simulator.md; a 429 no longer marks at all: ``core.capacity``.)
+
+After a mark ends, traffic returns gradually (``ramp_limit``): the endpoint takes one
+call in flight at first (a probe of sorts), then twice as many every ``RAMP_STEP_S``,
+until ``RAMP_S`` after the expiry. Beyond the limit it is treated as full (plans put
+it last), so the whole market's traffic does not land on it at once and three quick
+failures of that herd do not mark it again (issue 43).
 """
 
 from __future__ import annotations
@@ -19,6 +25,16 @@ from collections.abc import Callable, Iterable
 UNUSABLE_WINDOW_S = 900.0
 FIRST_UNUSABLE_WINDOW_S = 30.0
 MAX_DOUBLINGS = 64
+RAMP_STEP_S = 3.0  # the calls in flight a returning endpoint may take double this often
+RAMP_S = 30.0  # then it takes its whole share again
+
+
+def ramp_limit(since_s: float, step_s: float = RAMP_STEP_S, ramp_s: float = RAMP_S) -> float:
+    """Calls in flight an endpoint may take ``since_s`` after its mark ended (inf: the
+    ramp is over): 1, then doubling every ``step_s``."""
+    if since_s >= ramp_s or since_s < 0:
+        return float("inf")
+    return 2.0 ** (since_s // step_s)
 
 
 def unusable_window(strikes: int, first_window_s: float, max_window_s: float) -> float:
@@ -48,6 +64,7 @@ class UnusableMarks:
         self.first_window_s = min(first_window_s, window_s)
         self._until: dict[int, float] = {}
         self._strikes: dict[int, int] = {}
+        self._ended: dict[int, float] = {}  # endpoint -> when its last mark ended
 
     def _now(self, now: float | None) -> float:
         if now is not None:
@@ -67,6 +84,7 @@ class UnusableMarks:
             window_s = unusable_window(strikes, self.first_window_s, self.window_s)
         until = self._now(now) + window_s
         self._until[endpoint_id] = max(until, self._until.get(endpoint_id, until))
+        self._ended.pop(endpoint_id, None)
         return self._until[endpoint_id]
 
     def record_success(self, endpoint_id: int) -> bool:
@@ -102,6 +120,7 @@ class UnusableMarks:
         """Forget a mark and its streak."""
         self._until.pop(endpoint_id, None)
         self._strikes.pop(endpoint_id, None)
+        self._ended.pop(endpoint_id, None)
 
     def is_usable(self, endpoint_id: int, now: float | None = None) -> bool:
         current = self._now(now)
@@ -114,8 +133,21 @@ class UnusableMarks:
         current = self._now(now)
         expired = [eid for eid, until in self._until.items() if current >= until]
         for endpoint_id in expired:
-            del self._until[endpoint_id]
+            self._ended[endpoint_id] = self._until.pop(endpoint_id)
         return frozenset(self._until)
+
+    def returning(self, now: float | None = None) -> dict[int, float]:
+        """Endpoints whose mark ended less than ``RAMP_S`` ago -> the calls in flight
+        they may take now (``ramp_limit``); read after ``unusable_ids``."""
+        current = self._now(now)
+        limits = {}
+        for endpoint_id, ended in list(self._ended.items()):
+            limit = ramp_limit(current - ended)
+            if limit == float("inf"):
+                del self._ended[endpoint_id]
+            else:
+                limits[endpoint_id] = limit
+        return limits
 
     def usable_ids(self, endpoint_ids: Iterable[int], now: float | None = None) -> frozenset[int]:
         """The given endpoints minus those marked unusable at ``now``."""
@@ -145,7 +177,9 @@ class _Tally:
 
     def decay(self, now: float, half_life_s: float) -> None:
         if now > self.t:
-            factor = 0.5 ** ((now - self.t) / half_life_s)
+            # an idle stretch (marked, or no traffic) ages the counts by one half-life at
+            # most: what the successes proved is not erased by a pause (issue 43)
+            factor = 0.5 ** (min(now - self.t, half_life_s) / half_life_s)
             self.ok *= factor
             self.failed *= factor
             self.t = now
@@ -164,8 +198,12 @@ class Reliability:
     - the endpoint's recent failure rate is at least ``rate_floor`` and ``peer_factor``
       times its peers' pooled rate ("far worse than its peers", O4).
 
-    Counts decay with ``half_life_s``. Failures are refusals before the first token and
-    streams cut after it (a provider cutting every stream after 3 tokens is demoted).
+    Counts decay with ``half_life_s`` of traffic: a gap without calls (a mark's window)
+    ages them by one half-life at most, so an endpoint back from a mark still has what
+    its successes proved and a lone 5xx does not mark it again. A 429 is no failure
+    here (it teaches a concurrency cap, ``core.capacity``). Failures are refusals before
+    the first token and streams cut after it (a provider cutting every stream after 3
+    tokens is demoted).
     """
 
     def __init__(

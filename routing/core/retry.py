@@ -10,7 +10,11 @@ Failure kinds (``error_kind``):
 - "client_cancelled": the customer went away: never retried.
 
 Verdicts for "http":
-- 429, 408, 5xx: retry elsewhere and mark unusable (overloaded / down);
+- 408, 5xx: retry elsewhere and count against the endpoint (``Reliability`` decides
+  when a run of them marks it unusable);
+- 429: retry elsewhere, never mark: the provider sheds load, it is not down (product
+  decision "A 429 teaches capacity, not unusability"): the knowledge learns its
+  concurrency cap (O3, ``core.capacity``) and its Retry-After instead;
 - 401, 402, 403, 404: retry elsewhere and mark unusable (our credential, account or
   catalog entry is wrong for that endpoint; another provider may work);
 - any other 4xx (400 context/parameter errors, 413, 422 ...): retry elsewhere, since
@@ -26,7 +30,8 @@ from dataclasses import dataclass
 from .types import RouteChoice, RoutePlan, RoutingError
 
 ERROR_KINDS = frozenset({"http", "connect", "timeout", "stream_interrupted", "client_cancelled"})
-_MARKING_STATUSES = frozenset({401, 402, 403, 404, 408, 429})
+_MARKING_STATUSES = frozenset({401, 402, 403, 404, 408})
+SHEDDING_STATUS = 429  # load shed: teaches capacity, never marks
 
 
 @dataclass(frozen=True, slots=True)

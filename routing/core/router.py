@@ -224,16 +224,24 @@ class SmartRouter:
 
     # --- what a call teaches -------------------------------------------------------------
     def on_failure(
-        self, endpoint_id: int, kind: str, status: int | None, peers: tuple[int, ...], now: float
+        self,
+        endpoint_id: int,
+        kind: str,
+        status: int | None,
+        peers: tuple[int, ...],
+        now: float,
+        retry_after_s: float | None = None,
     ) -> tuple[list[Lesson], bool]:
         """A failed attempt: its lesson, and whether another endpoint may be tried (a
-        failure of the request itself stops the retries)."""
+        failure of the request itself stops the retries). ``retry_after_s``: the
+        refusal's Retry-After (``providers.refusals``), if the upstream sent one."""
         kind, core_status = failure_kind(kind, status)
         verdict = classify_failure(core_status, kind)
         inflight = self.knowledge.inflight[endpoint_id]
-        lessons: list[Lesson] = [
-            Failed(endpoint_id, kind, status, verdict.mark_unusable, inflight, peers)
-        ]
+        failed = Failed(
+            endpoint_id, kind, status, verdict.mark_unusable, inflight, peers, retry_after_s
+        )
+        lessons: list[Lesson] = [failed]
         self.stores.emit(lessons, now)
         return lessons, verdict.retry
 

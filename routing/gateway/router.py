@@ -158,7 +158,11 @@ class LiveRouter:
         if leg.kind == "request":  # not sent: the gateway cannot encode it for this upstream
             return  # the request's error (another protocol may take it): nothing to learn
         peers = tuple(self.accepted.model.by_id)
-        _, retry = self.core.on_failure(leg.endpoint_id, leg.kind, leg.status, peers, time.time())
+        record = getattr(leg.data, "record", None)
+        retry_after_s = getattr(record, "retry_after_s", None)
+        _, retry = self.core.on_failure(
+            leg.endpoint_id, leg.kind, leg.status, peers, time.time(), retry_after_s
+        )
         if not retry:
             self.stopped = True
 

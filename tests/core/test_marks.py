@@ -102,3 +102,18 @@ def test_a_refusal_streak_of_any_length_keeps_the_longest_window():
     for _ in range(1_100):
         until = marks.mark(3, now=0.0)
     assert until == 900.0
+
+
+def test_after_a_mark_traffic_returns_gradually():
+    from routing.core.marks import RAMP_S, ramp_limit
+
+    marks = UnusableMarks(first_window_s=30.0)
+    marks.mark(5, now=0.0)
+    assert marks.returning(now=10.0) == {}  # still marked: no ramp yet
+    assert 5 not in marks.unusable_ids(now=30.0)
+    assert marks.returning(now=30.0) == {5: 1.0}  # one call in flight first
+    assert marks.returning(now=36.0) == {5: 4.0}  # then doubling
+    assert marks.returning(now=30.0 + RAMP_S) == {}  # its whole share again
+    assert ramp_limit(-1.0) == float("inf")
+    marks.mark(5, now=70.0)  # marked again: no ramp until it ends
+    assert marks.returning(now=71.0) == {}

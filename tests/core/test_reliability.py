@@ -62,10 +62,18 @@ def test_when_every_peer_fails_as_often_nobody_is_marked_for_the_rate():
 
 def test_old_successes_fade_so_a_quiet_endpoint_marks_on_one_refusal_again():
     health = Reliability(half_life_s=60.0)
-    _busy(health, 1, 50, now=0.0)
+    _busy(health, 1, 12, now=0.0)
     assert health.failed(1, 1.0, PEERS) is False
     health.served(1, 1.0)
-    assert health.failed(1, 600.0, PEERS) is True  # 50 successes 10 minutes ago: ~0.05 left
+    # 10 minutes idle age the counts by one half-life only (issue 43): ~6.5 left
+    assert health.failed(1, 600.0, PEERS) is True
+
+
+def test_a_pause_does_not_erase_what_the_successes_proved():
+    health = Reliability()  # 60 s half-life
+    _busy(health, 1, 40, now=0.0)
+    # 15 minutes without a call (a mark's window): one half-life at most, 20 left
+    assert not health.failed(1, now=900.0, peers=PEERS)  # a lone 5xx does not mark
 
 
 @settings(database=None, max_examples=200)

@@ -33,7 +33,7 @@ def test_next_choice_skips_endpoints_already_tried_out_of_order():
 @pytest.mark.parametrize(
     ("status", "kind", "retry", "mark"),
     [
-        (429, "http", True, True),
+        (429, "http", True, False),  # load shed: teaches a cap, never marks (issue 43)
         (500, "http", True, True),
         (502, "http", True, True),
         (503, "http", True, True),

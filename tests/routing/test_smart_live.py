@@ -123,10 +123,10 @@ def test_second_gateway_process_sees_what_the_first_learnt(client, emulator, ten
         second.stop()
 
 
-def test_429_endpoint_skipped_then_tried_again_after_its_window(client, emulator):
+def test_refusing_endpoint_skipped_then_tried_again_after_its_window(client, emulator):
     settings.UBERLLM["UNUSABLE_WINDOW_S"] = 0.5
     try:
-        emulator.control("alpha", status_override=429)
+        emulator.control("alpha", status_override=503)
         assert _served(client, fresh(SHORT)) == "bravo"
         assert _served(client, fresh(SHORT)) == "bravo"
         assert len(emulator.log("alpha")) == 1  # skipped while unusable
@@ -170,7 +170,7 @@ def test_consecutive_refusals_lengthen_the_unusable_window(client, emulator):
                 _served(client, fresh(SHORT), order=[slug], allow_fallbacks=False)
         wait_learnt()
         emulator.reset()
-        emulator.control("alpha", status_override=429)
+        emulator.control("alpha", status_override=503)
         assert _served(client, fresh(SHORT)) == "bravo"  # 1st refusal: out for 0.4 s
         time.sleep(0.5)
         assert _served(client, fresh(SHORT)) == "bravo"  # tried again, refused: 0.8 s
@@ -182,7 +182,7 @@ def test_consecutive_refusals_lengthen_the_unusable_window(client, emulator):
         time.sleep(0.6)
         assert _served(client, fresh(SHORT)) == "alpha"  # served: the streak ends
         wait_background_idle()
-        emulator.control("alpha", status_override=429)
+        emulator.control("alpha", status_override=503)
         assert _served(client, fresh(SHORT)) == "bravo"  # a new streak starts at 0.4 s
         time.sleep(0.5)
         emulator.control("alpha", status_override=None)
