@@ -32,9 +32,14 @@ class OrganisationAdmin(admin.ModelAdmin):
     """Organisations with their spend (read-only columns) and a staff spend report."""
 
     list_display = (
-        "slug", "name", "created_at", "calls", "spend_month_usd", "spend_total_usd",
+        "slug",
+        "name",
+        "created_at",
+        "calls",
+        "spend_month_usd",
+        "spend_total_usd",
         "last_call_at",
-    )  # fmt: skip
+    )
     search_fields = ("slug", "name")
     inlines = [MembershipInline]
     readonly_fields = ("credit_total_usd",)  # the sum of its credit entries
@@ -156,9 +161,16 @@ class AttemptInline(admin.TabularInline):
 @admin.register(Activity)
 class ActivityAdmin(admin.ModelAdmin):
     list_display = (
-        "request_id", "organisation", "model_slug", "provider_slug", "status", "cost",
-        "ttft_ms", "total_ms", "created_at",
-    )  # fmt: skip
+        "request_id",
+        "organisation",
+        "model_slug",
+        "provider_slug",
+        "status",
+        "cost",
+        "ttft_ms",
+        "total_ms",
+        "created_at",
+    )
     list_filter = ("status", "organisation", "provider_slug")
     inlines = [AttemptInline]
 

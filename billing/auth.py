@@ -52,11 +52,15 @@ class KeyPrincipal:
     def has_quota(self) -> bool:
         """Any spend or rate limit: without one, the hot path makes no quota call."""
         return not (
-            self.monthly_limit_usd is None and self.daily_limit_usd is None
-            and self.org_monthly_limit_usd is None and self.org_daily_limit_usd is None
-            and self.rate_limit_rpm is None and self.rate_limit_tpm is None
-            and self.max_concurrent is None and not self.prepaid
-        )  # fmt: skip
+            self.monthly_limit_usd is None
+            and self.daily_limit_usd is None
+            and self.org_monthly_limit_usd is None
+            and self.org_daily_limit_usd is None
+            and self.rate_limit_rpm is None
+            and self.rate_limit_tpm is None
+            and self.max_concurrent is None
+            and not self.prepaid
+        )
 
 
 MAX_CACHED_KEYS = 100_000
@@ -213,8 +217,9 @@ async def _read_as_a_refusal_does(prefix: str) -> None:
 def _lookup_slots() -> asyncio.Semaphore:
     global _lookups
     if _lookups is None or getattr(_lookups, "_loop", None) not in (
-        None, asyncio.get_running_loop(),
-    ):  # fmt: skip
+        None,
+        asyncio.get_running_loop(),
+    ):
         _lookups = asyncio.Semaphore(MAX_UNKNOWN_LOOKUPS)
     return _lookups
 

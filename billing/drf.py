@@ -47,10 +47,16 @@ def _first_error(data) -> tuple[str, str | None, str]:
 
 # As the chat routes answer (routing/errors.py): a wrong method or media type is the
 # client's request error, a throttle a rate limit; only what is left is api_error.
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-               403: "permission_error", 404: "not_found_error", 405: "invalid_request_error",
-               406: "invalid_request_error", 415: "invalid_request_error",
-               429: "rate_limit_error"}  # fmt: skip
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    406: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+}
 
 
 def openai_exception_handler(exc, context):
@@ -61,6 +67,7 @@ def openai_exception_handler(exc, context):
         return None
     message, param, code = _first_error(response.data)
     error_type = ERROR_TYPES.get(response.status_code, "api_error")
-    response.data = {"error": {"message": message, "type": error_type, "code": code,
-                               "param": param}}  # fmt: skip
+    response.data = {
+        "error": {"message": message, "type": error_type, "code": code, "param": param}
+    }
     return response

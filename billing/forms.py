@@ -111,16 +111,23 @@ class UsageRangeForm(forms.Form):
 
 def _usd_field(label: str) -> forms.DecimalField:
     return forms.DecimalField(
-        required=False, min_value=0, max_digits=12, decimal_places=2, label=label,
+        required=False,
+        min_value=0,
+        max_digits=12,
+        decimal_places=2,
+        label=label,
         widget=forms.NumberInput(attrs={"step": "0.01", "min": "0", "placeholder": "none"}),
-    )  # fmt: skip
+    )
 
 
 def _count_field(label: str) -> forms.IntegerField:
     return forms.IntegerField(
-        required=False, min_value=1, max_value=10_000_000, label=label,
+        required=False,
+        min_value=1,
+        max_value=10_000_000,
+        label=label,
         widget=forms.NumberInput(attrs={"min": "1", "placeholder": "none"}),
-    )  # fmt: skip
+    )
 
 
 class DateTimeInput(forms.DateTimeInput):

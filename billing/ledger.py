@@ -195,18 +195,43 @@ def _finish_pending(
 
 # What finishing reads of a pending row: its status and model, and the FINISH_FIELDS
 # that ``_apply_result`` may leave as they are (a call without usage has no savings).
-FINISH_READS = ("request_id", "status", "model_slug", "reference_prices", "list_cost_usd",
-                "cheapest_cost_usd")  # fmt: skip
+FINISH_READS = (
+    "request_id",
+    "status",
+    "model_slug",
+    "reference_prices",
+    "list_cost_usd",
+    "cheapest_cost_usd",
+)
 RESULT_FIELDS = (
-    "status", "http_status", "endpoint_id", "provider_slug", "prompt_tokens",
-    "cached_tokens", "completion_tokens", "cost_usd", "usage_estimated", "prices",
-    "ttft_ms", "total_ms", "routing_strategy", "routing_reason", "prompt_bucket",
-    "hedged", "hedge_cost_usd",
-)  # fmt: skip
+    "status",
+    "http_status",
+    "endpoint_id",
+    "provider_slug",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "usage_estimated",
+    "prices",
+    "ttft_ms",
+    "total_ms",
+    "routing_strategy",
+    "routing_reason",
+    "prompt_bucket",
+    "hedged",
+    "hedge_cost_usd",
+)
 FINISH_FIELDS = (
-    *RESULT_FIELDS, "model_slug", "error_message", "attempt_count", "finished_at",
-    "reference_prices", "list_cost_usd", "cheapest_cost_usd",
-)  # fmt: skip
+    *RESULT_FIELDS,
+    "model_slug",
+    "error_message",
+    "attempt_count",
+    "finished_at",
+    "reference_prices",
+    "list_cost_usd",
+    "cheapest_cost_usd",
+)
 
 
 def activity_preview(row: OpenRow, result: CallResult) -> Activity:
@@ -234,10 +259,13 @@ def _new_activity(row: OpenRow, *, touch: bool = True, make=Activity) -> Activit
     if touch:
         _touch_key(row.api_key_id, row.created_at)
     return make(
-        request_id=row.request_id, organisation_id=row.organisation_id,
-        api_key_id=row.api_key_id, model_slug=row.model_slug, stream=row.stream,
+        request_id=row.request_id,
+        organisation_id=row.organisation_id,
+        api_key_id=row.api_key_id,
+        model_slug=row.model_slug,
+        stream=row.stream,
         created_at=row.created_at,
-    )  # fmt: skip
+    )
 
 
 _touched: dict[int, datetime] = {}  # api_key_id -> last_used_at this process wrote
@@ -292,11 +320,14 @@ def _apply_checkpoints_safely(checkpoints: list[Checkpoint]) -> None:
             apply_checkpoints(checkpoints)
     except IntegrityError:
         alive = _existing_endpoint_ids({c.endpoint_id for c in checkpoints})
-        apply_checkpoints([
-            c if c.endpoint_id is None or c.endpoint_id in alive
-            else Checkpoint(c.request_id, c.at)
-            for c in checkpoints
-        ])  # fmt: skip
+        apply_checkpoints(
+            [
+                c
+                if c.endpoint_id is None or c.endpoint_id in alive
+                else Checkpoint(c.request_id, c.at)
+                for c in checkpoints
+            ]
+        )
 
 
 def apply_checkpoints(checkpoints: list[Checkpoint]) -> None:
@@ -320,9 +351,17 @@ def apply_checkpoints(checkpoints: list[Checkpoint]) -> None:
     update_rows(Activity, served, CHECKPOINT_FIELDS, key="request_id", only_if=pending)
 
 
-CHECKPOINT_FIELDS = ("heartbeat_at", "endpoint_id", "provider_slug", "prompt_tokens",
-                     "cached_tokens", "completion_tokens", "cost_usd", "prices",
-                     "usage_estimated")  # fmt: skip
+CHECKPOINT_FIELDS = (
+    "heartbeat_at",
+    "endpoint_id",
+    "provider_slug",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "prices",
+    "usage_estimated",
+)
 
 
 def _alive_row(request_id: str, at) -> Row:
@@ -334,11 +373,17 @@ def _alive_row(request_id: str, at) -> Row:
 def _checkpoint_row(c: Checkpoint) -> Row:
     row = Row()
     row.__dict__.update(
-        request_id=c.request_id, heartbeat_at=c.at, endpoint_id=c.endpoint_id,
-        provider_slug=c.provider_slug, prompt_tokens=c.prompt_tokens,
-        cached_tokens=c.cached_tokens, completion_tokens=c.completion_tokens,
-        cost_usd=c.cost_usd, prices=c.prices, usage_estimated=c.usage_estimated,
-    )  # fmt: skip
+        request_id=c.request_id,
+        heartbeat_at=c.at,
+        endpoint_id=c.endpoint_id,
+        provider_slug=c.provider_slug,
+        prompt_tokens=c.prompt_tokens,
+        cached_tokens=c.cached_tokens,
+        completion_tokens=c.completion_tokens,
+        cost_usd=c.cost_usd,
+        prices=c.prices,
+        usage_estimated=c.usage_estimated,
+    )
     return row
 
 
@@ -347,10 +392,13 @@ def _write_one(row: OpenRow, result: CallResult | None, items) -> None:
         activity_finish(result, row)
     elif not any(r.request_id == row.request_id and res for r, res in items):
         activity_open(
-            request_id=row.request_id, organisation_id=row.organisation_id,
-            api_key_id=row.api_key_id, model_slug=row.model_slug, stream=row.stream,
+            request_id=row.request_id,
+            organisation_id=row.organisation_id,
+            api_key_id=row.api_key_id,
+            model_slug=row.model_slug,
+            stream=row.stream,
             created_at=row.created_at,
-        )  # fmt: skip
+        )
 
 
 def _write_one_or_orphan(row: OpenRow, result: CallResult | None, items) -> None:
@@ -428,15 +476,20 @@ def _write_batch(items: list[LedgerItem]) -> None:
     # is deferred and dropped once it has ended: billing/ledger_writer.py).
     elsewhere = {rid: pair for rid, pair in finished.items() if rid not in opened_here}
     done, missing = _finish_pending({rid: result for rid, (_, result) in elsewhere.items()})
-    new_rows += [(_new_activity(elsewhere[rid][0], touch=False, make=_LEAN_ACTIVITY),
-                  elsewhere[rid][1]) for rid in missing]  # fmt: skip
+    new_rows += [
+        (_new_activity(elsewhere[rid][0], touch=False, make=_LEAN_ACTIVITY), elsewhere[rid][1])
+        for rid in missing
+    ]
     for activity, result in new_rows:
         if result is not None:
             _apply_result(activity, result)
     insert_rows(Activity, [activity for activity, _ in new_rows])
     done += [(activity, result) for activity, result in new_rows if result is not None]
-    attempts = [a for activity, result in done
-                for a in _attempt_rows(activity, result.attempts, _LEAN_ATTEMPT)]  # fmt: skip
+    attempts = [
+        a
+        for activity, result in done
+        for a in _attempt_rows(activity, result.attempts, _LEAN_ATTEMPT)
+    ]
     insert_rows(Attempt, attempts, returning=False)
     latest: dict[int, datetime] = {}
     for row, _ in items:
@@ -479,13 +532,20 @@ def _close_unfinished(request_ids: list[str], now: datetime) -> int:
         request_id__in=request_ids, status=Activity.Status.PENDING
     )
     closed = pending.filter(completion_tokens__gt=0).update(
-        status=Activity.Status.ERROR, http_status=500, finished_at=now,
+        status=Activity.Status.ERROR,
+        http_status=500,
+        finished_at=now,
         error_message=f"{UNFINISHED}; the tokens delivered until then are billed",
-    )  # fmt: skip
+    )
     closed += pending.update(
-        status=Activity.Status.ERROR, http_status=500, error_message=UNFINISHED,
-        cost_usd=Decimal(0), prompt_tokens=0, cached_tokens=0, finished_at=now,
-    )  # fmt: skip
+        status=Activity.Status.ERROR,
+        http_status=500,
+        error_message=UNFINISHED,
+        cost_usd=Decimal(0),
+        prompt_tokens=0,
+        cached_tokens=0,
+        finished_at=now,
+    )
     # This run's rows: the same ids, finished now by the reconciler.
     ours = Activity.unscoped_objects.filter(
         request_id__in=request_ids, finished_at=now, error_message__startswith=UNFINISHED

@@ -87,10 +87,15 @@ async def _notify_dashboards(batch: list[LedgerItem]) -> None:
         if result is None and row.request_id in finished:
             continue  # opened and finished in this batch: one event
         status, provider = (result.status, result.provider_slug) if result else ("pending", "")
-        by_organisation.setdefault(row.organisation_id, []).append({
-            "event": "activity", "request_id": row.request_id, "status": status,
-            "model": row.model_slug, "provider": provider,
-        })  # fmt: skip
+        by_organisation.setdefault(row.organisation_id, []).append(
+            {
+                "event": "activity",
+                "request_id": row.request_id,
+                "status": status,
+                "model": row.model_slug,
+                "provider": provider,
+            }
+        )
     layer = get_channel_layer()
     if layer is None or not by_organisation:
         return
@@ -104,11 +109,16 @@ async def _notify_dashboards(batch: list[LedgerItem]) -> None:
 
 
 ledger_writer: BatchWriter[LedgerItem] = BatchWriter(
-    "ledger", _flush, max_items=1_000_000, batch_size=200, retry=True, linger_s=0.05,
+    "ledger",
+    _flush,
+    max_items=1_000_000,
+    batch_size=200,
+    retry=True,
+    linger_s=0.05,
     urgent_linger_s=URGENT_LINGER_S,
     # At most one transaction per interval under load, however many calls start.
     min_interval_s=billing_config().ledger_flush_interval_s,
-)  # fmt: skip
+)
 
 
 class DeferredOpens:

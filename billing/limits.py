@@ -105,10 +105,16 @@ def budgets_for(principal, now: datetime | None = None) -> tuple[Budget, ...]:
         if limit is None:
             continue
         start, period_id, end = _period_bounds(period, now)
-        found.append(Budget(
-            key=f"{prefix}:spend:{scope}:{period}:{period_id}", scope=scope, period=period,
-            period_start=start, limit_nano=nano(Decimal(limit)), expire_at=end + 2 * 86400,
-        ))  # fmt: skip
+        found.append(
+            Budget(
+                key=f"{prefix}:spend:{scope}:{period}:{period_id}",
+                scope=scope,
+                period=period,
+                period_start=start,
+                limit_nano=nano(Decimal(limit)),
+                expire_at=end + 2 * 86400,
+            )
+        )
     if principal.prepaid:
         found.append(credit_budget(principal.organisation_id, principal.credit_total_usd, now))
     return tuple(found)
@@ -146,10 +152,14 @@ def rates_for(principal, now: float | None = None) -> RateLimits | None:
     minute = int(now // 60)
     base = _rate_base(principal.api_key_id)
     return RateLimits(
-        rpm=rpm, tpm=tpm, concurrent=concurrent, rpm_key=f"{base}:rpm:{minute}",
-        tpm_key=f"{base}:tpm:{minute}", concurrent_key=f"{base}:inflight",
+        rpm=rpm,
+        tpm=tpm,
+        concurrent=concurrent,
+        rpm_key=f"{base}:rpm:{minute}",
+        tpm_key=f"{base}:tpm:{minute}",
+        concurrent_key=f"{base}:inflight",
         window_reset_s=(minute + 1) * 60 - now,
-    )  # fmt: skip
+    )
 
 
 def _rate_base(api_key_id: int | None) -> str:
@@ -164,8 +174,9 @@ def worst_case_usd(routes, prompt_tokens: int, max_tokens: int) -> Decimal:
     for route in routes:
         prices = route.prices
         prompt_price = max(Decimal(prices["input"]), Decimal(prices.get("cache_write", 0)))
-        cost = (Decimal(prompt_tokens) * prompt_price
-                + Decimal(max_tokens) * Decimal(prices["output"])) / 1_000_000  # fmt: skip
+        cost = (
+            Decimal(prompt_tokens) * prompt_price + Decimal(max_tokens) * Decimal(prices["output"])
+        ) / 1_000_000
         worst = max(worst, cost)
     return worst
 
@@ -234,9 +245,10 @@ async def _seeds(budgets: tuple[Budget, ...], missing: tuple[int, ...], org_id: 
             seeds[i] = nano(await db_call(organisation_usage_before)(organisation_id=org_id))
             continue
         spent = await db_call(spend_since)(
-            organisation_id=org_id, api_key_id=int(scope_id) if kind == "key" else None,
+            organisation_id=org_id,
+            api_key_id=int(scope_id) if kind == "key" else None,
             since=budget.period_start,
-        )  # fmt: skip
+        )
         seeds[i] = nano(spent)
     return seeds
 
@@ -249,24 +261,33 @@ async def _admit(principal, ticket: Ticket) -> None:
         if refusal is None:
             return
         if refusal.kind == "seed":
-            seeds.update(await _seeds(ticket.budgets, refusal.missing,
-                                      principal.organisation_id))  # fmt: skip
+            seeds.update(await _seeds(ticket.budgets, refusal.missing, principal.organisation_id))
             continue
         if refusal.kind == "budget":
             budget = ticket.budgets[refusal.budget_index]
             _maybe_alert_refused(principal, budget, refusal.remaining_nano)
             raise QuotaRefused(
-                402, _refusal_message(budget, refusal.remaining_nano, ticket.reserved_nano),
+                402,
+                _refusal_message(budget, refusal.remaining_nano, ticket.reserved_nano),
                 "insufficient_quota",
-            )  # fmt: skip
-        what = {"rpm": "requests per minute", "tpm": "tokens per minute",
-                "concurrency": "calls in flight at once"}[refusal.kind]  # fmt: skip
-        limit = {"rpm": principal.rate_limit_rpm, "tpm": principal.rate_limit_tpm,
-                 "concurrency": principal.max_concurrent}[refusal.kind]  # fmt: skip
+            )
+        what = {
+            "rpm": "requests per minute",
+            "tpm": "tokens per minute",
+            "concurrency": "calls in flight at once",
+        }[refusal.kind]
+        limit = {
+            "rpm": principal.rate_limit_rpm,
+            "tpm": principal.rate_limit_tpm,
+            "concurrency": principal.max_concurrent,
+        }[refusal.kind]
         raise QuotaRefused(
-            429, f"Rate limit reached: this API key allows {limit} {what}; retry after "
-            f"{refusal.retry_after_s} s.", "rate_limit_exceeded", refusal.retry_after_s,
-        )  # fmt: skip
+            429,
+            f"Rate limit reached: this API key allows {limit} {what}; retry after "
+            f"{refusal.retry_after_s} s.",
+            "rate_limit_exceeded",
+            refusal.retry_after_s,
+        )
     raise QuotaUnavailable("the spend budget could not be seeded")
 
 
@@ -284,16 +305,20 @@ async def admit(principal, request_id: str, *, worst_usd: Decimal, tokens: int) 
         # Never admissible, whatever the wait: a 429 with Retry-After would have the SDKs
         # retry it for ever (found by fuzzing). Not retryable, and says what to change.
         raise QuotaRefused(
-            413, f"Request too large for this API key: its prompt is about {tokens} tokens "
+            413,
+            f"Request too large for this API key: its prompt is about {tokens} tokens "
             f"and the key allows {tpm} tokens per minute, so it can never be admitted. "
             "Shorten the prompt, or ask an owner to raise the key's limit on the dashboard.",
             "request_too_large",
-        )  # fmt: skip
+        )
     ticket = Ticket(
-        request_id=request_id, budgets=budgets_for(principal), reserved_nano=nano(worst_usd),
-        rates=rates_for(principal), tokens=tokens,
+        request_id=request_id,
+        budgets=budgets_for(principal),
+        reserved_nano=nano(worst_usd),
+        rates=rates_for(principal),
+        tokens=tokens,
         extra={"organisation_id": principal.organisation_id},
-    )  # fmt: skip
+    )
     task = run_in_background(_admit(principal, ticket))
     try:
         await asyncio.shield(task)
@@ -331,8 +356,11 @@ async def _settle(ticket: Ticket, actual_nano: int, tokens_delta: int) -> None:
             break
         except Exception:
             if attempt == 2:
-                logger.exception("spend settlement of %s failed; the reservation expires "
-                                 "in SPEND_RESERVATION_TTL_S", ticket.request_id)  # fmt: skip
+                logger.exception(
+                    "spend settlement of %s failed; the reservation expires "
+                    "in SPEND_RESERVATION_TTL_S",
+                    ticket.request_id,
+                )
                 return
             await asyncio.sleep(0.2 * (attempt + 1))
     for budget, now_spent in zip(ticket.budgets, spent, strict=True):
@@ -410,9 +438,13 @@ async def _raise_alert(organisation_id: int, budget: Budget, threshold: int, spe
         await db_call(spend_alert_raise)(
             organisation_id=organisation_id,
             api_key_id=int(scope_id) if kind == "key" else None,
-            scope=budget.scope, period=budget.period, period_start=budget.period_start,
-            threshold=threshold, limit_usd=usd(budget.limit_nano), spent_usd=usd(spent),
-        )  # fmt: skip
+            scope=budget.scope,
+            period=budget.period,
+            period_start=budget.period_start,
+            threshold=threshold,
+            limit_usd=usd(budget.limit_nano),
+            spent_usd=usd(spent),
+        )
     except Exception:
         _alerted.discard(seen)
         logger.exception("spend alert for %s not recorded", budget.key)
@@ -425,5 +457,7 @@ async def spent_now(principal) -> list[tuple[Budget, Decimal | None, Decimal]]:
     if not budgets:
         return []
     values = await store().spent(budgets)
-    return [(b, None if v is None else usd(v[0]), usd(v[1]) if v else Decimal(0))
-            for b, v in zip(budgets, values, strict=True)]  # fmt: skip
+    return [
+        (b, None if v is None else usd(v[0]), usd(v[1]) if v else Decimal(0))
+        for b, v in zip(budgets, values, strict=True)
+    ]

@@ -174,12 +174,17 @@ class Activity(TenantData):
         # 10 million rows"): newest first within the organisation, then by filter.
         indexes = [
             models.Index(fields=["organisation", "-created_at", "-id"], name="activity_org_newest"),
-            models.Index(fields=["organisation", "status", "-created_at"],
-                         name="activity_org_status"),
-            models.Index(fields=["organisation", "model_slug", "provider_slug", "-created_at"],
-                         name="activity_org_model"),
-            models.Index(fields=["organisation", "provider_slug", "-created_at"],
-                         name="activity_org_provider"),
+            models.Index(
+                fields=["organisation", "status", "-created_at"], name="activity_org_status"
+            ),
+            models.Index(
+                fields=["organisation", "model_slug", "provider_slug", "-created_at"],
+                name="activity_org_model",
+            ),
+            models.Index(
+                fields=["organisation", "provider_slug", "-created_at"],
+                name="activity_org_provider",
+            ),
             models.Index(fields=["api_key", "created_at"]),  # a key's monthly spend
             # The reconciler's scan: only the (few) pending rows, whatever the table size.
             models.Index(
@@ -187,7 +192,7 @@ class Activity(TenantData):
                 condition=models.Q(status="pending"),
                 name="activity_pending_created",
             ),
-        ]  # fmt: skip
+        ]
         verbose_name_plural = "activities"
 
     def __str__(self) -> str:
@@ -246,9 +251,12 @@ class Invitation(TenantData):
     expires_at = models.DateTimeField()
     accepted_at = models.DateTimeField(null=True, blank=True)
     accepted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
         related_name="+",
-    )  # fmt: skip
+    )
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -286,13 +294,19 @@ class PriceChange(models.Model):
     a price (admin, import); the first row of an object is its initial price."""
 
     endpoint = models.ForeignKey(
-        "providers.Endpoint", on_delete=models.CASCADE, null=True, blank=True,
+        "providers.Endpoint",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
         related_name="price_changes",
-    )  # fmt: skip
+    )
     model = models.ForeignKey(
-        "providers.Model", on_delete=models.CASCADE, null=True, blank=True,
+        "providers.Model",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
         related_name="price_changes",
-    )  # fmt: skip
+    )
     field = models.CharField(max_length=32)
     old_price = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     new_price = models.DecimalField(max_digits=14, decimal_places=6)

@@ -144,8 +144,11 @@ class LocalQuota(QuotaStore):
                     if i not in seeds:
                         missing.append(i)
                         continue
-                    state = self._budgets[budget.key] = {"spent": seeds[i], "reserved": 0,
-                                                         "res": {}}  # fmt: skip
+                    state = self._budgets[budget.key] = {
+                        "spent": seeds[i],
+                        "reserved": 0,
+                        "res": {},
+                    }
                 self._purge(state, now)
             if missing:
                 return Refusal("seed", missing=tuple(missing))
@@ -176,8 +179,7 @@ class LocalQuota(QuotaStore):
             if rates is not None:
                 expires = now + rates.window_reset_s + 60
                 if rates.rpm is not None:
-                    self._counters[rates.rpm_key] = (self._counter(rates.rpm_key, now) + 1,
-                                                     expires)  # fmt: skip
+                    self._counters[rates.rpm_key] = (self._counter(rates.rpm_key, now) + 1, expires)
                 if rates.tpm is not None:
                     self._counters[rates.tpm_key] = (
                         self._counter(rates.tpm_key, now) + ticket.tokens,
@@ -411,8 +413,12 @@ class RedisQuota(QuotaStore):
 
     async def admit(self, ticket: Ticket, seeds: dict[int, int]) -> Refusal | None:
         admit, _, _ = self._scripts()
-        args: list = [len(ticket.budgets), ticket.request_id, ticket.reserved_nano,
-                      int(self.reservation_ttl_s * 1000)]  # fmt: skip
+        args: list = [
+            len(ticket.budgets),
+            ticket.request_id,
+            ticket.reserved_nano,
+            int(self.reservation_ttl_s * 1000),
+        ]
         for i, budget in enumerate(ticket.budgets):
             args += [budget.limit_nano, seeds.get(i, -1), budget.expire_at]
         rates = ticket.rates
@@ -421,10 +427,11 @@ class RedisQuota(QuotaStore):
         else:
             args += [
                 -1 if rates.rpm is None else rates.rpm,
-                -1 if rates.tpm is None else rates.tpm, ticket.tokens,
+                -1 if rates.tpm is None else rates.tpm,
+                ticket.tokens,
                 -1 if rates.concurrent is None else rates.concurrent,
                 int((rates.window_reset_s + 60) * 1000),
-            ]  # fmt: skip
+            ]
         kind, index, value, *missing = await admit(keys=self._keys(ticket), args=args)
         if kind == "ok":
             return None
@@ -438,9 +445,14 @@ class RedisQuota(QuotaStore):
     async def settle(self, ticket: Ticket, actual_nano: int, tokens_delta: int) -> list[int]:
         _, settle, _ = self._scripts()
         rates = ticket.rates
-        args = [len(ticket.budgets), ticket.request_id, actual_nano, tokens_delta,
-                int(rates is not None and rates.tpm is not None),
-                int(rates is not None and rates.concurrent is not None)]  # fmt: skip
+        args = [
+            len(ticket.budgets),
+            ticket.request_id,
+            actual_nano,
+            tokens_delta,
+            int(rates is not None and rates.tpm is not None),
+            int(rates is not None and rates.concurrent is not None),
+        ]
         return [int(v) for v in await settle(keys=self._keys(ticket), args=args)]
 
     async def spent(self, budgets: tuple[Budget, ...]) -> list[tuple[int, int] | None]:

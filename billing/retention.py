@@ -91,9 +91,15 @@ def archive_cutoff(*, retention_days: int, now: datetime | None = None) -> date 
     return min(keep_from, through + timedelta(days=1)).replace(day=1)
 
 
-def activity_archive(*, retention_days: int, directory: Path, batch: int = 5000,
-                     max_rows: int | None = None, now: datetime | None = None,
-                     dry_run: bool = False) -> ArchiveResult:  # fmt: skip
+def activity_archive(
+    *,
+    retention_days: int,
+    directory: Path,
+    batch: int = 5000,
+    max_rows: int | None = None,
+    now: datetime | None = None,
+    dry_run: bool = False,
+) -> ArchiveResult:
     """Archive then delete every organisation's Activity rows before the cutoff (see the
     module's contract), oldest month first. ``max_rows``: start no new organisation-
     month once that many rows were archived in this run. ``dry_run``: count only."""
@@ -171,8 +177,9 @@ def _month_rows(organisation_id: int, month: date, before: datetime):
     return rows.filter(created_at__gte=start, created_at__lt=end).exclude(status=PENDING)
 
 
-def archive_month(*, organisation_id: int, month: date, before: datetime, directory: Path,
-                  batch: int = 5000) -> MonthArchived:  # fmt: skip
+def archive_month(
+    *, organisation_id: int, month: date, before: datetime, directory: Path, batch: int = 5000
+) -> MonthArchived:
     """Archive and delete one organisation-month (rows before ``before``, not pending)."""
     started = time.monotonic()
     folder = directory / f"org-{organisation_id}"
@@ -195,8 +202,15 @@ def archive_month(*, organisation_id: int, month: date, before: datetime, direct
     write_seconds = time.monotonic() - write_started
     deleted += _delete(rows, ids, batch)
     observe_pruned("activity", deleted)  # uberllm_pruned_rows_total{table="activity"}
-    return MonthArchived(organisation_id, month, path if ids else None, len(ids), deleted,
-                         time.monotonic() - started, write_seconds)  # fmt: skip
+    return MonthArchived(
+        organisation_id,
+        month,
+        path if ids else None,
+        len(ids),
+        deleted,
+        time.monotonic() - started,
+        write_seconds,
+    )
 
 
 ACTIVITY_COLUMNS = [f.attname for f in Activity._meta.concrete_fields]

@@ -50,15 +50,25 @@ def _day_bounds(day: date) -> tuple[datetime, datetime]:
 
 
 # The summed columns of UsageDaily (and UsageDayTotal), in their order.
-USAGE_FIELDS = ("calls", "cost_usd", "prompt_tokens", "cached_tokens", "completion_tokens",
-                "estimated", "list_cost_usd", "cost_with_list_usd", "cheapest_cost_usd",
-                "cost_with_cheapest_usd")  # fmt: skip
+USAGE_FIELDS = (
+    "calls",
+    "cost_usd",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "estimated",
+    "list_cost_usd",
+    "cost_with_list_usd",
+    "cheapest_cost_usd",
+    "cost_with_cheapest_usd",
+)
 
 
 def _activity_sums() -> dict:
     """The ``USAGE_FIELDS`` of a group of Activity rows, keyed ``sum_<field>``."""
     return {
-        "sum_calls": Count("id"), "sum_cost_usd": Coalesce(Sum("cost_usd"), Decimal(0)),
+        "sum_calls": Count("id"),
+        "sum_cost_usd": Coalesce(Sum("cost_usd"), Decimal(0)),
         "sum_prompt_tokens": Coalesce(Sum("prompt_tokens"), 0),
         "sum_cached_tokens": Coalesce(Sum("cached_tokens"), 0),
         "sum_completion_tokens": Coalesce(Sum("completion_tokens"), 0),
@@ -67,7 +77,7 @@ def _activity_sums() -> dict:
         "sum_cost_with_list_usd": Sum("cost_usd", filter=Q(list_cost_usd__isnull=False)),
         "sum_cheapest_cost_usd": Sum("cheapest_cost_usd"),
         "sum_cost_with_cheapest_usd": Sum("cost_usd", filter=Q(cheapest_cost_usd__isnull=False)),
-    }  # fmt: skip
+    }
 
 
 def _rollup_sums() -> dict:
@@ -115,12 +125,13 @@ def rollup_day(day: date) -> int:
         )
         TtftDaily.unscoped_objects.bulk_create(
             [
-                TtftDaily(**{f: r[f] for f in TTFT_GROUP}, day=day, ttft_ms=r["rounded"],
-                          calls=r["n"])
+                TtftDaily(
+                    **{f: r[f] for f in TTFT_GROUP}, day=day, ttft_ms=r["rounded"], calls=r["n"]
+                )
                 for r in ttft
             ],
             batch_size=5000,
-        )  # fmt: skip
+        )
         UsageDayTotal.unscoped_objects.filter(day=day).delete()
         UsageDayTotal.unscoped_objects.bulk_create(day_totals(UsageDaily, UsageDayTotal, day=day))
     return len(created)
@@ -171,12 +182,17 @@ def rollup_month(first: date, *, last: date | None = None) -> int:
         )
         TtftDaily.unscoped_objects.bulk_create(
             [
-                TtftDaily(**{f: r[f] for f in TTFT_GROUP}, day=key, monthly=True,
-                          ttft_ms=r["ttft_ms"], calls=r["n"])
+                TtftDaily(
+                    **{f: r[f] for f in TTFT_GROUP},
+                    day=key,
+                    monthly=True,
+                    ttft_ms=r["ttft_ms"],
+                    calls=r["n"],
+                )
                 for r in ttft
             ],
             batch_size=5000,
-        )  # fmt: skip
+        )
     return len(created)
 
 
@@ -255,8 +271,12 @@ def archived_before() -> date:
     return state.archived_before if state and state.archived_before else date.min
 
 
-def rolled_rows(date_from: date | None, last: date, months_through: date | None,
-                month_to_date: date | None = None) -> Q:  # fmt: skip
+def rolled_rows(
+    date_from: date | None,
+    last: date,
+    months_through: date | None,
+    month_to_date: date | None = None,
+) -> Q:
     """The UsageDaily/TtftDaily rows that sum to the days [``date_from``, ``last``]
     (``last`` rolled): the monthly rows of the whole months built, the month-to-date
     rows when they cover exactly the range's last month up to ``last``, the daily rows

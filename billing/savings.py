@@ -38,8 +38,11 @@ def _load_reference_prices(model_slug: str) -> dict:
     if model.list_price_input or model.list_price_output:
         # No list cache price: the maker sells no cache, its cached tokens cost input.
         cache_read = model.list_price_cache_read or model.list_price_input
-        prices["list"] = {"input": str(model.list_price_input), "cache_read": str(cache_read),
-                          "output": str(model.list_price_output)}  # fmt: skip
+        prices["list"] = {
+            "input": str(model.list_price_input),
+            "cache_read": str(cache_read),
+            "output": str(model.list_price_output),
+        }
     cheapest = (
         Endpoint.objects.filter(model=model, enabled=True, provider__enabled=True)
         .select_related("provider")
@@ -78,9 +81,12 @@ def forget_reference_prices() -> None:
 def _cost(prices: dict | None, activity) -> Decimal | None:
     if not prices:
         return None
-    return call_cost(prices=prices, prompt_tokens=activity.prompt_tokens,
-                     cached_tokens=activity.cached_tokens,
-                     completion_tokens=activity.completion_tokens)  # fmt: skip
+    return call_cost(
+        prices=prices,
+        prompt_tokens=activity.prompt_tokens,
+        cached_tokens=activity.cached_tokens,
+        completion_tokens=activity.completion_tokens,
+    )
 
 
 def fill_savings(activity) -> None:
@@ -119,5 +125,8 @@ class Savings:
 
 
 def activity_savings(activity) -> Savings:
-    return Savings.of(cost=activity.cost_usd, list_cost=activity.list_cost_usd,
-                      cheapest_cost=activity.cheapest_cost_usd)  # fmt: skip
+    return Savings.of(
+        cost=activity.cost_usd,
+        list_cost=activity.list_cost_usd,
+        cheapest_cost=activity.cheapest_cost_usd,
+    )

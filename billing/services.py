@@ -57,8 +57,15 @@ def member_add(
 
 
 # What a key may be created with besides its name (all optional; None / empty: none).
-KEY_LIMIT_FIELDS = ("monthly_limit_usd", "daily_limit_usd", "expires_at", "allowed_models",
-                    "rate_limit_rpm", "rate_limit_tpm", "max_concurrent")  # fmt: skip
+KEY_LIMIT_FIELDS = (
+    "monthly_limit_usd",
+    "daily_limit_usd",
+    "expires_at",
+    "allowed_models",
+    "rate_limit_rpm",
+    "rate_limit_tpm",
+    "max_concurrent",
+)
 
 
 def _check_key_fields(limits: dict) -> None:
@@ -282,9 +289,13 @@ def invitation_create(
     ).update(revoked_at=now)
     token, secret_hash = invitations.new_token()
     invitation = Invitation.objects.create(
-        organisation=organisation, email=email, role=role, invited_by=invited_by,
-        secret_hash=secret_hash, expires_at=now + invitations.max_age(),
-    )  # fmt: skip
+        organisation=organisation,
+        email=email,
+        role=role,
+        invited_by=invited_by,
+        secret_hash=secret_hash,
+        expires_at=now + invitations.max_age(),
+    )
     return invitation, token
 
 

@@ -91,8 +91,11 @@ def publish(topic: str, payload: dict[str, Any] | None = None) -> None:
     try:
         _redis().publish(channel(), message)
     except Exception as exc:
-        logger.warning("event %s not published (%s); other processes catch up within "
-                       "their cache TTLs", topic, exc)  # fmt: skip
+        logger.warning(
+            "event %s not published (%s); other processes catch up within their cache TTLs",
+            topic,
+            exc,
+        )
 
 
 def publish_on_commit(topic: str, payload: dict[str, Any] | None = None) -> None:
@@ -144,8 +147,9 @@ def start_listener() -> bool:
         return True
     with _listener_lock:
         if _listener is None or not _listener.is_alive():
-            _listener = threading.Thread(target=_listen, args=(settings.REDIS_URL,),
-                                         name="uberllm-events", daemon=True)  # fmt: skip
+            _listener = threading.Thread(
+                target=_listen, args=(settings.REDIS_URL,), name="uberllm-events", daemon=True
+            )
             _listener.start()
     return True
 

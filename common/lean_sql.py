@@ -195,8 +195,9 @@ def select_rows(
             sql = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {where} {matches}{tail}"  # noqa: S608
             rows += _fetch_all(cursor, sql, params, fields)
     attnames = [f.attname for f in fields]
-    converters = [(i, conv, col) for i, f in enumerate(fields)
-                  for conv, col in _converters(f, meta.db_table)]  # fmt: skip
+    converters = [
+        (i, conv, col) for i, f in enumerate(fields) for conv, col in _converters(f, meta.db_table)
+    ]
     if converters:
         db = connections[DEFAULT_DB_ALIAS]
         rows = [list(row) for row in rows]
@@ -277,8 +278,11 @@ def _insert_plan(model):
 
 
 def _stamped_fields(model) -> list:
-    return [f for f in model._meta.concrete_fields
-            if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]  # fmt: skip
+    return [
+        f
+        for f in model._meta.concrete_fields
+        if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
+    ]
 
 
 _AS_IS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField)

@@ -54,8 +54,9 @@ class JsonFormatter(_JsonFormatter):
     generation_id, any ``extra=`` fields and the exception text."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("rename_fields", {"asctime": "time", "levelname": "level",
-                                            "name": "logger"})  # fmt: skip
+        kwargs.setdefault(
+            "rename_fields", {"asctime": "time", "levelname": "level", "name": "logger"}
+        )
         kwargs.setdefault("json_ensure_ascii", False)
         super().__init__(list(JSON_FIELDS), *args, **kwargs)
 
@@ -71,8 +72,11 @@ def logging_config(log_format: str, level: str) -> dict[str, Any]:
     formatter = (
         {"()": "common.logs.JsonFormatter"} if log_format == "json" else {"format": TEXT_FORMAT}
     )
-    console = {"class": "logging.StreamHandler", "formatter": "default",
-               "filters": ["generation_id"]}  # fmt: skip
+    console = {
+        "class": "logging.StreamHandler",
+        "formatter": "default",
+        "filters": ["generation_id"],
+    }
     uvicorn = {"handlers": ["console"], "propagate": False}
     return {
         "version": 1,

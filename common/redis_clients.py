@@ -17,9 +17,12 @@ def loop_client(clients: dict, url: str, *, max_connections: int):
     client = clients.get(loop)
     if client is None:
         pool = redis.BlockingConnectionPool.from_url(
-            url, decode_responses=True, max_connections=max_connections,
-            timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S,
+            url,
+            decode_responses=True,
+            max_connections=max_connections,
+            timeout=REDIS_TIMEOUT_S,
+            socket_timeout=REDIS_TIMEOUT_S,
             socket_connect_timeout=REDIS_TIMEOUT_S,
-        )  # fmt: skip
+        )
         client = clients[loop] = redis.Redis(connection_pool=pool)
     return client

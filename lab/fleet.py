@@ -82,31 +82,75 @@ class Fleet:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.config.run_dir / "logs" / f"{name}.log", "ab")  # noqa: SIM115
         proc = subprocess.Popen(
-            argv, env=self._env(), cwd=settings.BASE_DIR, stdout=log, stderr=subprocess.STDOUT,
+            argv,
+            env=self._env(),
+            cwd=settings.BASE_DIR,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
         log.close()  # the child holds its own descriptor
         self.procs[name] = proc
         return proc
 
     def start_gateway(self, index: int) -> None:
         py = sys.executable
-        self._spawn(f"gateway-{index}", [
-            py, "-m", "uvicorn", GATEWAY_APP, "--host", "127.0.0.1",
-            "--port", str(self.config.gateway_ports[index]),
-            "--workers", str(self.config.workers_per_gateway),
-            "--timeout-graceful-shutdown", str(int(self.config.drain_timeout_s)),
-            "--log-level", "warning", "--no-access-log",
-        ])  # fmt: skip
+        self._spawn(
+            f"gateway-{index}",
+            [
+                py,
+                "-m",
+                "uvicorn",
+                GATEWAY_APP,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.config.gateway_ports[index]),
+                "--workers",
+                str(self.config.workers_per_gateway),
+                "--timeout-graceful-shutdown",
+                str(int(self.config.drain_timeout_s)),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ],
+        )
 
     def _start_celery(self) -> None:
         py = sys.executable
         run = self.config.run_dir
-        self._spawn("worker", [py, "-m", "celery", "-A", "uberllm", "worker", "--loglevel",
-                               "warning", "--concurrency", "2",
-                               "-n", f"{run.name}@%h"])  # fmt: skip
-        self._spawn("beat", [py, "-m", "celery", "-A", "uberllm", "beat", "--loglevel", "warning",
-                             "--schedule", str(run / "celerybeat-schedule")])  # fmt: skip
+        self._spawn(
+            "worker",
+            [
+                py,
+                "-m",
+                "celery",
+                "-A",
+                "uberllm",
+                "worker",
+                "--loglevel",
+                "warning",
+                "--concurrency",
+                "2",
+                "-n",
+                f"{run.name}@%h",
+            ],
+        )
+        self._spawn(
+            "beat",
+            [
+                py,
+                "-m",
+                "celery",
+                "-A",
+                "uberllm",
+                "beat",
+                "--loglevel",
+                "warning",
+                "--schedule",
+                str(run / "celerybeat-schedule"),
+            ],
+        )
 
     def _render_nginx(self) -> Path:
         servers = [f"127.0.0.1:{self.config.gateway_ports[i]}" for i in self.in_balancer]
@@ -140,9 +184,18 @@ class Fleet:
         for folder in (run / "logs", self.metrics_dir, self.nginx_prefix):
             folder.mkdir(parents=True)
         if self.config.emulator_profiles:
-            self._spawn("emulator", [sys.executable, "-m", "lab.emulator", "--profiles",
-                                     self.config.emulator_profiles, "--port",
-                                     str(self.config.emulator_port)])  # fmt: skip
+            self._spawn(
+                "emulator",
+                [
+                    sys.executable,
+                    "-m",
+                    "lab.emulator",
+                    "--profiles",
+                    self.config.emulator_profiles,
+                    "--port",
+                    str(self.config.emulator_port),
+                ],
+            )
         for index in range(len(self.config.gateway_ports)):
             self.start_gateway(index)
         if self.config.celery:
@@ -160,16 +213,20 @@ class Fleet:
         the load balancer answers."""
         for index in range(len(self.config.gateway_ports)):
             self.wait_gateway_ready(index, timeout)
-        self._wait(lambda: httpx.get(f"{self.lb_url}/healthz").status_code == 200, timeout,
-                   "the load balancer did not answer")  # fmt: skip
+        self._wait(
+            lambda: httpx.get(f"{self.lb_url}/healthz").status_code == 200,
+            timeout,
+            "the load balancer did not answer",
+        )
 
     def wait_gateway_ready(self, index: int, timeout: float = 60.0) -> None:
         def ready() -> bool:
             response = httpx.get(f"{self.gateway_url(index)}/readyz", timeout=5)
             body = response.json()
             return response.status_code == 200 and body["checks"]["events"]["detail"] in (
-                "subscribed", "in-process (no Redis)",
-            )  # fmt: skip
+                "subscribed",
+                "in-process (no Redis)",
+            )
 
         self._wait(ready, timeout, f"gateway {index} not ready")
 

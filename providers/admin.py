@@ -76,9 +76,17 @@ class EndpointInline(CompactEndpointInlineMixin, admin.TabularInline):
     # page, whose list shows them; the inline stays narrow enough for a 1366 px screen
     # (an endpoint added here speaks openai_chat, usage dialect openai, until changed there).
     fields = (
-        "provider", "base_url", "credential_env", "context_length", "price_input",
-        "price_cache_read", "price_cache_write", "price_output", "cache_ttl_s", "enabled",
-    )  # fmt: skip
+        "provider",
+        "base_url",
+        "credential_env",
+        "context_length",
+        "price_input",
+        "price_cache_read",
+        "price_cache_write",
+        "price_output",
+        "cache_ttl_s",
+        "enabled",
+    )
 
 
 @admin.register(Model)
@@ -98,9 +106,19 @@ class ProviderAdmin(admin.ModelAdmin):
 class EndpointAdmin(EndpointToolsMixin, admin.ModelAdmin):
     form = EndpointAdminForm
     list_display = (
-        "model", "provider", "protocol", "usage_dialect", "price_input", "price_cache_read",
-        "price_output", "context_length", credential_stored, "collects_data", "zdr", "enabled",
-    )  # fmt: skip
+        "model",
+        "provider",
+        "protocol",
+        "usage_dialect",
+        "price_input",
+        "price_cache_read",
+        "price_output",
+        "context_length",
+        credential_stored,
+        "collects_data",
+        "zdr",
+        "enabled",
+    )
     list_filter = (
         "provider",
         "model",

@@ -18,29 +18,66 @@ PRICE_UNIT = "USD / 1M tokens"
 # OpenAI chat parameters an endpoint may accept. Routing requires the ones in
 # routing.request.FILTERING_PARAMETERS from the endpoint when a request uses them.
 KNOWN_PARAMETERS = (
-    "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p",
-    "stop", "seed", "presence_penalty", "frequency_penalty", "repetition_penalty",
-    "logit_bias", "logprobs", "top_logprobs", "n", "tools", "tool_choice",
-    "parallel_tool_calls", "response_format", "stream_options", "reasoning_effort", "user",
-)  # fmt: skip
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "n",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "stream_options",
+    "reasoning_effort",
+    "user",
+)
 # What a new endpoint supports unless the operator unticks it: what nearly every
 # OpenAI-compatible provider serves (logprobs are rarer, so they are opt-in).
 DEFAULT_PARAMETERS = (
-    "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "seed",
-    "presence_penalty", "frequency_penalty", "tools", "tool_choice", "parallel_tool_calls",
-    "response_format", "stream_options", "user",
-)  # fmt: skip
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "stream_options",
+    "user",
+)
 PRICE_FIELDS = {
-    "price_input": "input", "price_cache_read": "cache read", "price_cache_write": "cache write",
-    "price_output": "output", "list_price_input": "list input",
-    "list_price_cache_read": "list cache read", "list_price_output": "list output",
-}  # fmt: skip
+    "price_input": "input",
+    "price_cache_read": "cache read",
+    "price_cache_write": "cache write",
+    "price_output": "output",
+    "list_price_input": "list input",
+    "list_price_cache_read": "list cache read",
+    "list_price_output": "list output",
+}
 # Input widths as CSS classes (static/providers/admin_tools.css): the CSP allows no
 # inline style attributes.
 NARROW = {
-    "base_url": "w-12", "upstream_model": "w-10", "credential_env": "w-7",
-    "context_length": "w-5", "max_output_tokens": "w-5", "cache_ttl_s": "w-3",
-}  # fmt: skip
+    "base_url": "w-12",
+    "upstream_model": "w-10",
+    "credential_env": "w-7",
+    "context_length": "w-5",
+    "max_output_tokens": "w-5",
+    "cache_ttl_s": "w-3",
+}
 
 
 class PriceInput(forms.NumberInput):
@@ -155,12 +192,16 @@ class PriceHistoryMixin:
             "",
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>${}</td><td>{}</td></tr>",
             (
-                (c.changed_at.strftime("%Y-%m-%d %H:%M:%S UTC"), PRICE_FIELDS.get(c.field, c.field),
-                 "—" if c.old_price is None else f"${c.old_price.normalize():f}",
-                 f"{c.new_price.normalize():f}", c.changed_by or "(import or shell)")
+                (
+                    c.changed_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+                    PRICE_FIELDS.get(c.field, c.field),
+                    "—" if c.old_price is None else f"${c.old_price.normalize():f}",
+                    f"{c.new_price.normalize():f}",
+                    c.changed_by or "(import or shell)",
+                )
                 for c in changes
             ),
-        )  # fmt: skip
+        )
         return format_html(
             '<table class="price-history"><thead><tr><th>when</th><th>price ($/1M)</th>'
             "<th>from</th><th>to</th><th>by</th></tr></thead><tbody>{}</tbody></table>",

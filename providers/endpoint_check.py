@@ -85,8 +85,12 @@ def endpoint_check(*, endpoint: Endpoint) -> EndpointCheck:
     except ValidationError as exc:
         return EndpointCheck(ok=False, error=" ".join(exc.messages))
     headers = protocols.upstream_headers(endpoint.protocol, authorization_for(endpoint))
-    body = {"model": endpoint.upstream_model or endpoint.model.slug, "messages": PROMPT,
-            "max_tokens": 1, "stream": True}  # fmt: skip
+    body = {
+        "model": endpoint.upstream_model or endpoint.model.slug,
+        "messages": PROMPT,
+        "max_tokens": 1,
+        "stream": True,
+    }
     # In the endpoint's own wire format (an Anthropic stream's first event is
     # message_start; its data is JSON like an OpenAI chunk's).
     content = protocols.upstream_body(endpoint.protocol, body, None)
@@ -97,8 +101,9 @@ def endpoint_check(*, endpoint: Endpoint) -> EndpointCheck:
             http.stream("POST", url, content=content, headers=headers) as response,
         ):
             if response.status_code != 200:
-                return EndpointCheck(ok=False, status=response.status_code,
-                                     error=_error_text(response.read()))  # fmt: skip
+                return EndpointCheck(
+                    ok=False, status=response.status_code, error=_error_text(response.read())
+                )
             ttft_ms, error = _first_token_ms(response, started)
     except httpx.TimeoutException:
         return EndpointCheck(ok=False, error="Timed out.")

@@ -56,9 +56,17 @@ class Model(models.Model):
 # What an OpenAI-compatible endpoint almost always takes: a new endpoint (admin, import
 # without the field) gets these, so a request with tools is not refused everywhere.
 DEFAULT_SUPPORTED_PARAMETERS = (
-    "max_tokens", "temperature", "top_p", "stop", "seed", "frequency_penalty",
-    "presence_penalty", "tools", "tool_choice", "response_format",
-)  # fmt: skip
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "stop",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "tools",
+    "tool_choice",
+    "response_format",
+)
 
 
 def default_supported_parameters() -> list[str]:

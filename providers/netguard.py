@@ -35,14 +35,31 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 BLOCKED_NETWORKS = tuple(
     ipaddress.ip_network(net)
     for net in (
-        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-        "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24",
-        "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
-        "224.0.0.0/4", "240.0.0.0/4",
-        "::/127", "100::/64", "2001::/23", "2001:db8::/32", "fc00::/7", "fe80::/10",
-        "fec0::/10", "ff00::/8",
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "::/127",
+        "100::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
     )
-)  # fmt: skip
+)
 # IPv6 ranges that carry an IPv4 address: judged by the address they carry.
 NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 # Cloud metadata services: refused even with ALLOW_PRIVATE_UPSTREAMS.
@@ -51,9 +68,16 @@ METADATA_ADDRESSES = frozenset(
     for a in ("169.254.169.254", "169.254.170.2", "100.100.100.200", "fd00:ec2::254")
 )
 METADATA_NAMES = frozenset(
-    {"metadata", "metadata.google.internal", "metadata.goog", "instance-data",
-     "instance-data.ec2.internal", "metadata.azure.com", "metadata.tencentyun.com"}
-)  # fmt: skip
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.azure.com",
+        "metadata.tencentyun.com",
+    }
+)
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain", ".home.arpa")
 
 

@@ -10,8 +10,14 @@ from django.db import transaction
 from .credentials import rotate, seal
 from .models import Endpoint, Model, Provider
 
-MODEL_FIELDS = ("name", "description", "context_length", "list_price_input",
-                "list_price_cache_read", "list_price_output")  # fmt: skip
+MODEL_FIELDS = (
+    "name",
+    "description",
+    "context_length",
+    "list_price_input",
+    "list_price_cache_read",
+    "list_price_output",
+)
 ENDPOINT_FIELDS = (
     "base_url",
     "protocol",

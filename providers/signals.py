@@ -20,5 +20,8 @@ def connect_catalog_changed() -> None:
     """Wire the row signals (from ProvidersConfig.ready)."""
     for model in (Provider, Model, Endpoint):
         for name, signal in (("save", post_save), ("delete", post_delete)):
-            signal.connect(_on_catalog_row_changed, sender=model,
-                           dispatch_uid=f"common.events.{model.__name__}.{name}")  # fmt: skip
+            signal.connect(
+                _on_catalog_row_changed,
+                sender=model,
+                dispatch_uid=f"common.events.{model.__name__}.{name}",
+            )

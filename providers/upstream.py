@@ -79,12 +79,14 @@ def _new_session() -> aiohttp.ClientSession:
     # Every resolved address and every socket opened is checked against the egress rules
     # (DNS rebinding, IP-literal URLs): providers/netguard.py, docs/security.md.
     connector = guarded_connector(
-        limit=conf.upstream_max_connections, limit_per_host=0, ttl_dns_cache=60,
+        limit=conf.upstream_max_connections,
+        limit_per_host=0,
+        ttl_dns_cache=60,
         enable_cleanup_closed=False,
         # Below the usual servers' keep-alive (uvicorn 5 s): an idle pooled connection is
         # dropped here before the provider drops it under a new request.
         keepalive_timeout=KEEPALIVE_S,
-    )  # fmt: skip
+    )
     read = max(conf.upstream_first_token_timeout_s, conf.upstream_idle_timeout_s)
     timeout = aiohttp.ClientTimeout(
         total=None, sock_connect=conf.upstream_connect_timeout_s, sock_read=read
@@ -92,10 +94,14 @@ def _new_session() -> aiohttp.ClientSession:
     # No cookie jar: a provider's Set-Cookie must not follow one tenant's call into the
     # next one's (and filtering and storing cookies cost every request a little).
     return aiohttp.ClientSession(
-        connector=connector, timeout=timeout, auto_decompress=False, trust_env=False,
-        skip_auto_headers=("User-Agent",), raise_for_status=False,
+        connector=connector,
+        timeout=timeout,
+        auto_decompress=False,
+        trust_env=False,
+        skip_auto_headers=("User-Agent",),
+        raise_for_status=False,
         cookie_jar=aiohttp.DummyCookieJar(),
-    )  # fmt: skip
+    )
 
 
 def _session() -> aiohttp.ClientSession:
@@ -142,9 +148,13 @@ class SSESplitter:
     def feed(self, chunk: bytes) -> list[bytes]:
         """The data of every event completed by ``chunk``, in order."""
         if (
-            not self._buffer and chunk.startswith(b"data: ") and chunk.endswith(b"\n\n")
-            and chunk.find(b"\n") == len(chunk) - 2 and not self._cr and b"\r" not in chunk
-        ):  # fmt: skip
+            not self._buffer
+            and chunk.startswith(b"data: ")
+            and chunk.endswith(b"\n\n")
+            and chunk.find(b"\n") == len(chunk) - 2
+            and not self._cr
+            and b"\r" not in chunk
+        ):
             # A read of one whole one-line event, as a paced stream's reads are: its data
             # without the general path's split and lists.
             return [chunk[6:-2]]
@@ -190,9 +200,17 @@ class UpstreamStream:
     chunks a stream of it would give."""
 
     __slots__ = (
-        "_idle", "_idle_s", "_last_read", "_loop", "_reader", "_ready", "_response", "_seen",
-        "_splitter", "saw_done",
-    )  # fmt: skip
+        "_idle",
+        "_idle_s",
+        "_last_read",
+        "_loop",
+        "_reader",
+        "_ready",
+        "_response",
+        "_seen",
+        "_splitter",
+        "saw_done",
+    )
 
     def __init__(self, response: aiohttp.ClientResponse, reader=None) -> None:
         self._response = response

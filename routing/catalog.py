@@ -108,10 +108,13 @@ def load_catalog() -> dict[str, CatalogModel]:
             list_price_cache_read=float(model.list_price_cache_read) or None,
         )
         catalog[slug] = CatalogModel(
-            info=info, endpoints=routes, by_id={r.endpoint_id: r for r in routes},
+            info=info,
+            endpoints=routes,
+            by_id={r.endpoint_id: r for r in routes},
             created=int(model.created_at.timestamp()) if model.created_at else 0,
-            name=model.name or slug, description=model.description,
-        )  # fmt: skip
+            name=model.name or slug,
+            description=model.description,
+        )
     return catalog
 
 

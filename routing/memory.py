@@ -64,9 +64,14 @@ def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
     restarted: set[tuple[int, str]] = set()
     throughput: dict[int, list[float]] = defaultdict(list)
     rows = ranked.order_by("-id").values_list(
-        "endpoint_id", "bucket", "cached", "ttft_ms", "output_tokens_per_s", "restarts_window",
+        "endpoint_id",
+        "bucket",
+        "cached",
+        "ttft_ms",
+        "output_tokens_per_s",
+        "restarts_window",
         "created_at",
-    )  # fmt: skip
+    )
     stale_after_s = config.speed_stale_after_s
     for endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at in rows:  # newest first
         speed_key, t = (endpoint_id, speed_bucket(bucket, cached)), created_at.timestamp()
@@ -151,8 +156,16 @@ class SpeedFeed:
         """The current summary (sync: runs in a database thread)."""
         config = gateway_config()
         now = time.time()
-        fields = ("id", "endpoint_id", "bucket", "cached", "ttft_ms", "output_tokens_per_s",
-                  "restarts_window", "created_at")  # fmt: skip
+        fields = (
+            "id",
+            "endpoint_id",
+            "bucket",
+            "cached",
+            "ttft_ms",
+            "output_tokens_per_s",
+            "restarts_window",
+            "created_at",
+        )
         self.rows_read = 0
         if self.book is None or now - self.full_at > self.FULL_RELOAD_S:
             self.book = SpeedBook(
@@ -183,9 +196,7 @@ class SpeedFeed:
             # Every row of the overlap that exists was read: the ids left near the top
             # may be batches in flight (lower ones are deleted or rolled-back rows).
             floor, at = max(0, self.last_id - self.GAP_IDS), time.monotonic()
-            self._gaps = {
-                i: at for i in range(floor + 1, self.last_id + 1) if i not in self._seen
-            }  # fmt: skip
+            self._gaps = {i: at for i in range(floor + 1, self.last_id + 1) if i not in self._seen}
         else:
             newer = Q(id__gt=self.last_id)
             if self._gaps:
@@ -314,8 +325,7 @@ class Refresher:
                 memory.store_errors += 1
                 backoff = min(10.0, max(0.5, backoff * 2))
                 if memory.store_errors in (1, 10, 100):
-                    logger.warning("routing memory refresh failed (%r); keeping the snapshot",
-                                   exc)  # fmt: skip
+                    logger.warning("routing memory refresh failed (%r); keeping the snapshot", exc)
             first.set()
             wake.clear()
             # A quiet process sleeps until its next request: no idle CPU, no idle queries.

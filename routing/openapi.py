@@ -71,12 +71,16 @@ class ActivityApiSchema(OpenApiViewExtension):
     def view_replacement(self):
         from billing.apis import ActivityRowSerializer
 
-        totals = inline_serializer("ActivityTotals", {
-            "calls": serializers.IntegerField(), "total_cost": serializers.CharField(),
-            "tokens_prompt": serializers.IntegerField(),
-            "tokens_cached": serializers.IntegerField(),
-            "tokens_completion": serializers.IntegerField(),
-        })  # fmt: skip
+        totals = inline_serializer(
+            "ActivityTotals",
+            {
+                "calls": serializers.IntegerField(),
+                "total_cost": serializers.CharField(),
+                "tokens_prompt": serializers.IntegerField(),
+                "tokens_cached": serializers.IntegerField(),
+                "tokens_completion": serializers.IntegerField(),
+            },
+        )
         params = [OpenApiParameter(name, str) for name in ("model", "provider", "status")]
         params += [OpenApiParameter(name, str) for name in ("date_from", "date_to")]
 
@@ -85,12 +89,14 @@ class ActivityApiSchema(OpenApiViewExtension):
                 summary="The organisation's calls and totals",
                 parameters=params,
                 responses={
-                    200: inline_serializer("ActivityResponse", {
-                        "data": ActivityRowSerializer(many=True), "totals": totals}),
+                    200: inline_serializer(
+                        "ActivityResponse",
+                        {"data": ActivityRowSerializer(many=True), "totals": totals},
+                    ),
                     400: ERROR,
                     401: ERROR,
                 },
-            )  # fmt: skip
+            )
             def get(self, request):
                 return super().get(request)
 
@@ -103,8 +109,9 @@ def _number(low: float, high: float) -> dict[str, Any]:
 
 
 def _errors(*statuses: int, schema: dict[str, Any] = _ERROR) -> dict[str, Any]:
-    return {str(s): {"description": "Error", "content": {JSON: {"schema": schema}}}
-            for s in statuses}  # fmt: skip
+    return {
+        str(s): {"description": "Error", "content": {JSON: {"schema": schema}}} for s in statuses
+    }
 
 
 _ROLES = ["system", "developer", "user", "assistant", "tool", "function"]
@@ -162,18 +169,29 @@ MESSAGES_REQUEST = {
     "properties": {
         "model": {"type": "string", "minLength": 1},
         "max_tokens": {"type": "integer", "minimum": 1},
-        "messages": {"type": "array", "minItems": 1, "items": {
-            "type": "object", "required": ["role", "content"],
-            "properties": {"role": {"type": "string", "enum": ["user", "assistant", "system"]},
-                           "content": {"oneOf": [{"type": "string"},
-                                                 {"type": "array", "items": {"type": "object"}}]}},
-        }},
+        "messages": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["role", "content"],
+                "properties": {
+                    "role": {"type": "string", "enum": ["user", "assistant", "system"]},
+                    "content": {
+                        "oneOf": [
+                            {"type": "string"},
+                            {"type": "array", "items": {"type": "object"}},
+                        ]
+                    },
+                },
+            },
+        },
         "system": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
         "stream": {"type": "boolean"},
         "tools": {"type": "array", "items": {"type": "object"}},
         "thinking": {"type": "object"},
     },
-}  # fmt: skip
+}
 MESSAGE_REPLY = {
     "type": "object",
     "required": ["id", "type", "role", "content"],
@@ -347,17 +365,30 @@ SCHEMAS = {
     "Error": {
         "type": "object",
         "required": ["error"],
-        "properties": {"error": {"type": "object", "required": ["message", "type"], "properties": {
-            "message": {"type": "string"}, "type": {"type": "string"},
-            "code": {"oneOf": [{"type": "string"}, {"type": "integer"}], "nullable": True},
-            "param": {"type": "string", "nullable": True}}}},
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["message", "type"],
+                "properties": {
+                    "message": {"type": "string"},
+                    "type": {"type": "string"},
+                    "code": {"oneOf": [{"type": "string"}, {"type": "integer"}], "nullable": True},
+                    "param": {"type": "string", "nullable": True},
+                },
+            }
+        },
     },
     "AnthropicError": {
         "type": "object",
         "required": ["type", "error"],
-        "properties": {"type": {"type": "string", "enum": ["error"]}, "error": {
-            "type": "object", "required": ["type", "message"],
-            "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}},
+        "properties": {
+            "type": {"type": "string", "enum": ["error"]},
+            "error": {
+                "type": "object",
+                "required": ["type", "message"],
+                "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+            },
+        },
     },
     "ChatCompletionRequest": CHAT_REQUEST,
     "ChatCompletion": CHAT_COMPLETION,
@@ -366,7 +397,7 @@ SCHEMAS = {
     "Response": RESPONSE,
     "Message": MESSAGE_REPLY,
     "Model": MODEL,
-}  # fmt: skip
+}
 _SECURED = [{"ApiKey": []}]
 KEY = {
     "type": "object",
@@ -414,13 +445,24 @@ _SLUG = [{"name": "slug", "in": "path", "required": True, "schema": {"type": "st
 def _post(
     operation_id: str, summary: str, request: str, reply: dict[str, Any], errors: dict
 ) -> dict[str, Any]:
-    return {"post": {
-        "operationId": operation_id, "summary": summary, "security": _SECURED,
-        "requestBody": {"required": True, "content": {
-            JSON: {"schema": {"$ref": f"#/components/schemas/{request}"}}}},
-        "responses": {"200": {"description": "The reply (SSE when stream is true)",
-                              "content": {JSON: {"schema": reply}, **_SSE}}, **errors},
-    }}  # fmt: skip
+    return {
+        "post": {
+            "operationId": operation_id,
+            "summary": summary,
+            "security": _SECURED,
+            "requestBody": {
+                "required": True,
+                "content": {JSON: {"schema": {"$ref": f"#/components/schemas/{request}"}}},
+            },
+            "responses": {
+                "200": {
+                    "description": "The reply (SSE when stream is true)",
+                    "content": {JSON: {"schema": reply}, **_SSE},
+                },
+                **errors,
+            },
+        }
+    }
 
 
 def _get(
@@ -429,9 +471,11 @@ def _get(
     operation = {
         "operationId": operation_id,
         "summary": summary,
-        "responses": {"200": {"description": "OK", "content": {JSON: {"schema": schema}}},
-                      **_errors(404)},
-    }  # fmt: skip
+        "responses": {
+            "200": {"description": "OK", "content": {JSON: {"schema": schema}}},
+            **_errors(404),
+        },
+    }
     if params:
         operation["parameters"] = params
     return {"get": operation}
@@ -453,43 +497,84 @@ def _account(operation_id: str, summary: str, schema: dict[str, Any]) -> dict[st
 
 _MODEL_REF = {"$ref": "#/components/schemas/Model"}
 _CHAT_ERRORS = _errors(400, 401, 402, 404, 413, 415, 429, 502, 503, 504)
-_MESSAGES_ERRORS = _errors(400, 401, 402, 404, 413, 415, 429, 502, 503, 504, 529,
-                           schema=_ANTHROPIC_ERROR)  # fmt: skip
+_MESSAGES_ERRORS = _errors(
+    400, 401, 402, 404, 413, 415, 429, 502, 503, 504, 529, schema=_ANTHROPIC_ERROR
+)
 LEAN_PATHS = {
     "/api/v1/chat/completions": _post(
-        "chat_completions_create", "Chat completion (OpenAI)", "ChatCompletionRequest",
-        {"$ref": "#/components/schemas/ChatCompletion"}, _CHAT_ERRORS,
+        "chat_completions_create",
+        "Chat completion (OpenAI)",
+        "ChatCompletionRequest",
+        {"$ref": "#/components/schemas/ChatCompletion"},
+        _CHAT_ERRORS,
     ),
     "/api/v1/responses": _post(
-        "responses_create", "Response (OpenAI Responses API)", "ResponsesRequest",
-        {"$ref": "#/components/schemas/Response"}, _CHAT_ERRORS,
+        "responses_create",
+        "Response (OpenAI Responses API)",
+        "ResponsesRequest",
+        {"$ref": "#/components/schemas/Response"},
+        _CHAT_ERRORS,
     ),
     "/api/v1/messages": _post(
-        "messages_create", "Message (Anthropic)", "MessagesRequest",
-        {"$ref": "#/components/schemas/Message"}, _MESSAGES_ERRORS,
+        "messages_create",
+        "Message (Anthropic)",
+        "MessagesRequest",
+        {"$ref": "#/components/schemas/Message"},
+        _MESSAGES_ERRORS,
     ),
     "/api/v1/messages/count_tokens": _post(
-        "messages_count_tokens", "Count a Messages request's input tokens", "MessagesRequest",
-        {"type": "object", "required": ["input_tokens"],
-         "properties": {"input_tokens": {"type": "integer"}}}, _MESSAGES_ERRORS,
+        "messages_count_tokens",
+        "Count a Messages request's input tokens",
+        "MessagesRequest",
+        {
+            "type": "object",
+            "required": ["input_tokens"],
+            "properties": {"input_tokens": {"type": "integer"}},
+        },
+        _MESSAGES_ERRORS,
     ),
-    "/api/v1/models": _get("models_list", "The catalog", {
-        "type": "object", "required": ["data", "has_more"], "properties": {
-            "object": {"type": "string"}, "data": {"type": "array", "items": _MODEL_REF},
-            "has_more": {"type": "boolean"}, "first_id": {"type": "string", "nullable": True},
-            "last_id": {"type": "string", "nullable": True},
-            "total_count": {"type": "integer"}, "links": {"type": "object"}}}),
+    "/api/v1/models": _get(
+        "models_list",
+        "The catalog",
+        {
+            "type": "object",
+            "required": ["data", "has_more"],
+            "properties": {
+                "object": {"type": "string"},
+                "data": {"type": "array", "items": _MODEL_REF},
+                "has_more": {"type": "boolean"},
+                "first_id": {"type": "string", "nullable": True},
+                "last_id": {"type": "string", "nullable": True},
+                "total_count": {"type": "integer"},
+                "links": {"type": "object"},
+            },
+        },
+    ),
     "/api/v1/key": _account("key_retrieve", "The calling key's limits and spend", KEY),
     "/api/v1/auth/key": _account("auth_key_retrieve", "/key's older path", KEY),
     "/api/v1/credits": _account("credits_retrieve", "The organisation's spend", CREDITS),
     "/api/v1/models/{slug}": _get("models_retrieve", "One model", _MODEL_REF, _SLUG),
-    "/api/v1/models/{slug}/endpoints": _get("models_endpoints", "A model's endpoints", {
-        "type": "object", "required": ["data"], "properties": {"data": {
-            "type": "object", "required": ["id", "name", "endpoints"], "properties": {
-                "id": {"type": "string"}, "name": {"type": "string"},
-                "endpoints": {"type": "array", "items": ENDPOINT}}}}},
-        _SLUG),
-}  # fmt: skip
+    "/api/v1/models/{slug}/endpoints": _get(
+        "models_endpoints",
+        "A model's endpoints",
+        {
+            "type": "object",
+            "required": ["data"],
+            "properties": {
+                "data": {
+                    "type": "object",
+                    "required": ["id", "name", "endpoints"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "name": {"type": "string"},
+                        "endpoints": {"type": "array", "items": ENDPOINT},
+                    },
+                }
+            },
+        },
+        _SLUG,
+    ),
+}
 
 
 def add_lean_paths(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

@@ -63,8 +63,9 @@ async def _flush_samples(samples: list[SpeedSample | Row]) -> None:
 async def _flush_marks(marks: list[MarkLesson]) -> None:
     kv = shared_kv()
     for mark in marks:
-        await kv.set(key("unusable", mark.endpoint_id), f"{mark.until!r}|{mark.strikes}",
-                     mark.keep_s)  # fmt: skip
+        await kv.set(
+            key("unusable", mark.endpoint_id), f"{mark.until!r}|{mark.strikes}", mark.keep_s
+        )
 
 
 async def _flush_prefixes(entries: list[LogEntry]) -> None:
@@ -84,16 +85,25 @@ LESSON_LINGER_S = 0.05
 # for the other processes, which re-read it every SPEED_CACHE_TTL_S anyway: one write
 # per SPEED_SAMPLE_FLUSH_INTERVAL_S under load, not one per call.
 sample_writer: BatchWriter[SpeedSample | Row] = BatchWriter(
-    "speed-samples", _flush_samples, max_items=50_000, batch_size=500, retry=True,
-    linger_s=LESSON_LINGER_S, min_interval_s=live_config().speed_sample_flush_interval_s,
-)  # fmt: skip
+    "speed-samples",
+    _flush_samples,
+    max_items=50_000,
+    batch_size=500,
+    retry=True,
+    linger_s=LESSON_LINGER_S,
+    min_interval_s=live_config().speed_sample_flush_interval_s,
+)
 mark_writer: BatchWriter[MarkLesson] = BatchWriter(
     "unusable-marks", _flush_marks, max_items=10_000, batch_size=100, retry=True
 )
 prefix_writer: BatchWriter[LogEntry] = BatchWriter(
-    "prompt-prefixes", _flush_prefixes, max_items=100_000, batch_size=500, retry=False,
+    "prompt-prefixes",
+    _flush_prefixes,
+    max_items=100_000,
+    batch_size=500,
+    retry=False,
     linger_s=LESSON_LINGER_S,
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True, slots=True)

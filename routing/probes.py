@@ -141,8 +141,12 @@ def probe_targets(
 
 def probe_cost(target: ProbeTarget) -> Decimal:
     """What one probe costs: its uncached prompt and one output token."""
-    return call_cost(prices=target.route.prices, prompt_tokens=target.prompt_tokens,
-                     cached_tokens=0, completion_tokens=1)  # fmt: skip
+    return call_cost(
+        prices=target.route.prices,
+        prompt_tokens=target.prompt_tokens,
+        cached_tokens=0,
+        completion_tokens=1,
+    )
 
 
 def within_volume(targets: list[ProbeTarget], summary) -> list[ProbeTarget]:
@@ -208,11 +212,19 @@ def _has_token(chunk: dict) -> bool:
 
 
 async def _time_first_token(target: ProbeTarget) -> float:
-    body = {"model": target.route.upstream_model, "messages": probe_prompt(target.prompt_tokens),
-            "stream": True, "max_tokens": 1}  # fmt: skip
+    body = {
+        "model": target.route.upstream_model,
+        "messages": probe_prompt(target.prompt_tokens),
+        "stream": True,
+        "max_tokens": 1,
+    }
     route = target.route
-    call = UpstreamCall(route.url, protocols.upstream_body(route.protocol, body, None),
-                        route.authorization, route.protocol)  # fmt: skip
+    call = UpstreamCall(
+        route.url,
+        protocols.upstream_body(route.protocol, body, None),
+        route.authorization,
+        route.protocol,
+    )
     started = time.perf_counter()
     stream = await open_stream(call)
     try:
@@ -233,14 +245,26 @@ def _record(
     """One ProbeResult (the median of the probe and its confirmations) and a speed sample
     per probe; with ``restart``, the oldest new sample restarts the bucket's window."""
     ttft_ms = int(sorted(ttfts)[len(ttfts) // 2] * 1000) if ttfts else None
-    cost = call_cost(prices=target.route.prices, prompt_tokens=target.prompt_tokens * len(ttfts),
-                     cached_tokens=0, completion_tokens=len(ttfts))  # fmt: skip
+    cost = call_cost(
+        prices=target.route.prices,
+        prompt_tokens=target.prompt_tokens * len(ttfts),
+        cached_tokens=0,
+        completion_tokens=len(ttfts),
+    )
     ProbeResult.objects.bulk_create(
-        [ProbeResult(cycle=cycle, endpoint_id=target.route.endpoint_id, status=status,
-                     prompt_tokens=target.prompt_tokens, ttft_ms=ttft_ms, cost_usd=cost,
-                     error_message=error[:2000])],
+        [
+            ProbeResult(
+                cycle=cycle,
+                endpoint_id=target.route.endpoint_id,
+                status=status,
+                prompt_tokens=target.prompt_tokens,
+                ttft_ms=ttft_ms,
+                cost_usd=cost,
+                error_message=error[:2000],
+            )
+        ],
         ignore_conflicts=True,
-    )  # fmt: skip
+    )
     SpeedSample.objects.bulk_create(
         SpeedSample(
             endpoint_id=target.route.endpoint_id,

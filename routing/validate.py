@@ -293,8 +293,10 @@ def _tool_name(tool: Any, index: int) -> str:
     if kind == "function":
         parameters = spec.get("parameters")
         if parameters is not None and not isinstance(parameters, dict):
-            raise bad(f"{param}.function.parameters must be a JSON Schema object.",
-                      f"{param}.function.parameters")  # fmt: skip
+            raise bad(
+                f"{param}.function.parameters must be a JSON Schema object.",
+                f"{param}.function.parameters",
+            )
     return name
 
 
@@ -310,8 +312,11 @@ def check_tools(body: dict[str, Any]) -> None:
         raise bad("'tool_choice' is only allowed when 'tools' are given.", "tool_choice")
     if isinstance(choice, str):
         if choice not in TOOL_CHOICE_MODES:
-            raise bad(f"'tool_choice' must be one of {', '.join(TOOL_CHOICE_MODES)} or an "
-                      "object naming a tool.", "tool_choice")  # fmt: skip
+            raise bad(
+                f"'tool_choice' must be one of {', '.join(TOOL_CHOICE_MODES)} or an "
+                "object naming a tool.",
+                "tool_choice",
+            )
         return
     if not isinstance(choice, dict):
         raise bad("'tool_choice' must be a string or an object.", "tool_choice")
@@ -320,11 +325,14 @@ def check_tools(body: dict[str, Any]) -> None:
         return
     spec = choice.get(kind) if kind in ("function", "custom") else None
     if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-        raise bad("'tool_choice' must name a tool: {\"type\": \"function\", "
-                  "\"function\": {\"name\": ...}}.", "tool_choice")  # fmt: skip
+        raise bad(
+            '\'tool_choice\' must name a tool: {"type": "function", "function": {"name": ...}}.',
+            "tool_choice",
+        )
     if spec["name"] not in names:
-        raise bad(f"'tool_choice' names tool {spec['name']!r}, which is not in 'tools'.",
-                  "tool_choice")  # fmt: skip
+        raise bad(
+            f"'tool_choice' names tool {spec['name']!r}, which is not in 'tools'.", "tool_choice"
+        )
 
 
 def check_response_format(body: dict[str, Any]) -> None:
@@ -332,13 +340,18 @@ def check_response_format(body: dict[str, Any]) -> None:
     if value is None:
         return
     if not isinstance(value, dict) or value.get("type") not in RESPONSE_FORMATS:
-        raise bad("'response_format' must be an object whose type is one of "
-                  f"{', '.join(RESPONSE_FORMATS)}.", "response_format")  # fmt: skip
+        raise bad(
+            "'response_format' must be an object whose type is one of "
+            f"{', '.join(RESPONSE_FORMATS)}.",
+            "response_format",
+        )
     if value["type"] == "json_schema":
         schema = value.get("json_schema")
         if not isinstance(schema, dict) or not isinstance(schema.get("name"), str):
-            raise bad("'response_format.json_schema' needs a 'name' (and a 'schema').",
-                      "response_format.json_schema")  # fmt: skip
+            raise bad(
+                "'response_format.json_schema' needs a 'name' (and a 'schema').",
+                "response_format.json_schema",
+            )
 
 
 def check_stream_options(body: dict[str, Any], stream: bool) -> bool:
@@ -352,6 +365,7 @@ def check_stream_options(body: dict[str, Any], stream: bool) -> bool:
         raise bad("'stream_options' is only allowed when 'stream' is true.", "stream_options")
     include_usage = options.get("include_usage")
     if include_usage is not None and not isinstance(include_usage, bool):
-        raise bad("'stream_options.include_usage' must be a boolean.",
-                  "stream_options.include_usage")  # fmt: skip
+        raise bad(
+            "'stream_options.include_usage' must be a boolean.", "stream_options.include_usage"
+        )
     return include_usage is True

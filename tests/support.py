@@ -99,8 +99,9 @@ class GatewayServer:
         # 5 s a client reusing one just as the server closes it gets a reset (seen once, in
         # a probe test whose probe cycle paused the client ~5 s; the SDK clients here do
         # not retry).
-        config = uvicorn.Config(application, log_level="warning", lifespan="off",
-                                timeout_keep_alive=120)  # fmt: skip
+        config = uvicorn.Config(
+            application, log_level="warning", lifespan="off", timeout_keep_alive=120
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="gateway"
@@ -167,9 +168,11 @@ def make_tenant(name: str, *, password: str = "pw-123456789") -> Tenant:
 
     organisation = organisation_create(name=name)
     user = member_add(
-        organisation=organisation, username=f"{name.lower()}-owner", password=password,
+        organisation=organisation,
+        username=f"{name.lower()}-owner",
+        password=password,
         role="owner",
-    )  # fmt: skip
+    )
     api_key, key = api_key_create(organisation=organisation, name=f"{name} key")
     return Tenant(organisation, user, api_key, key)
 
@@ -254,10 +257,21 @@ class SubprocessGateway:
             **self.extra_env,
         }
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "uberllm.asgi:application", "--port",
-             str(self.port), "--log-level", "warning", "--workers", str(self.workers)],
-            env=env, cwd=settings.BASE_DIR,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "uberllm.asgi:application",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+                "--workers",
+                str(self.workers),
+            ],
+            env=env,
+            cwd=settings.BASE_DIR,
+        )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:

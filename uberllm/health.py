@@ -32,8 +32,9 @@ def check_redis() -> tuple[bool, str]:
         return True, "not configured (in-process stores)"
     import redis
 
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_S,
-                                  socket_connect_timeout=REDIS_TIMEOUT_S)  # fmt: skip
+    client = redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S
+    )
     try:
         client.ping()
     finally:

@@ -55,8 +55,11 @@ async def _shutdown() -> None:
             # may still land while the process winds down).
             await asyncio.shield(drain_background())
     except TimeoutError:
-        logger.warning("background writes still running after %.0f s at shutdown; the "
-                       "reconciler will close their ledger rows", timeout)  # fmt: skip
+        logger.warning(
+            "background writes still running after %.0f s at shutdown; the "
+            "reconciler will close their ledger rows",
+            timeout,
+        )
 
 
 async def lifespan(scope, receive, send) -> None:

@@ -41,7 +41,12 @@ def metrics(request: HttpRequest) -> HttpResponse:
         return _not_found()
     given = request.headers.get("Authorization", "")
     if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-        body = {"error": {"message": "A valid metrics token is required.",
-                          "type": "authentication_error", "code": 401}}  # fmt: skip
+        body = {
+            "error": {
+                "message": "A valid metrics token is required.",
+                "type": "authentication_error",
+                "code": 401,
+            }
+        }
         return JsonResponse(body, status=401, headers={"WWW-Authenticate": "Bearer"})
     return HttpResponse(metrics_module.render(), content_type=metrics_module.CONTENT_TYPE)

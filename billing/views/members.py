@@ -25,8 +25,12 @@ INVALID_LINK = "This invitation link is invalid, used or expired. Ask for a new 
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
-def _render(request: HttpRequest, form: MemberInviteForm, status: int = 200,
-            new_invitation: tuple[Invitation, str] | None = None) -> HttpResponse:  # fmt: skip
+def _render(
+    request: HttpRequest,
+    form: MemberInviteForm,
+    status: int = 200,
+    new_invitation: tuple[Invitation, str] | None = None,
+) -> HttpResponse:
     organisation_id = request.organisation.id
     members = list(selectors.membership_list(organisation_id=organisation_id))
     owners = [m for m in members if m.role == Membership.Role.OWNER]
@@ -91,18 +95,21 @@ def invitation_accept_view(request: HttpRequest, token: str) -> HttpResponse:
     if request.method == "POST" and (logged_in or form.is_valid()):
         try:
             if logged_in:
-                _, joined = services.invitation_accept(invitation_id=invitation.id,
-                                                       user=request.user)  # fmt: skip
+                _, joined = services.invitation_accept(
+                    invitation_id=invitation.id, user=request.user
+                )
             else:
                 user = services.invitation_accept_new_user(
-                    invitation_id=invitation.id, username=form.cleaned_data["username"],
+                    invitation_id=invitation.id,
+                    username=form.cleaned_data["username"],
                     password=form.cleaned_data["password1"],
-                )  # fmt: skip
+                )
                 login(request, user, backend=LOGIN_BACKEND)
                 joined = True
         except services.InvitationError:
-            return render(request, "dashboard/invitation.html", {"invalid": INVALID_LINK},
-                          status=404)  # fmt: skip
+            return render(
+                request, "dashboard/invitation.html", {"invalid": INVALID_LINK}, status=404
+            )
         name = invitation.organisation.name
         messages.success(request, f"You joined {name}." if joined else f"You are in {name}.")
         return redirect("dashboard:activity")

@@ -106,17 +106,28 @@ def usage_view(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/usage.html", context)
 
 
-SUM_COLUMNS = ["calls", "input_tokens", "cached_tokens", "output_tokens", "cost_usd",
-               "saved_vs_list_usd", "saved_vs_cheapest_input_route_usd"]  # fmt: skip
+SUM_COLUMNS = [
+    "calls",
+    "input_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "cost_usd",
+    "saved_vs_list_usd",
+    "saved_vs_cheapest_input_route_usd",
+]
 
 
 def _sum_cells(row: dict) -> list:
     savings = row["savings"]
     return [
-        row["calls"], row["prompt"], row["cached"], row["completion"], decimal_str(row["cost"]),
+        row["calls"],
+        row["prompt"],
+        row["cached"],
+        row["completion"],
+        decimal_str(row["cost"]),
         "" if savings.vs_list is None else decimal_str(savings.vs_list),
         "" if savings.vs_cheapest is None else decimal_str(savings.vs_cheapest),
-    ]  # fmt: skip
+    ]
 
 
 def _export_rows(usage: dict, by: str) -> tuple[list[str], list[list]]:

@@ -189,20 +189,30 @@ def cuts(
     ignored = sum(n for name, n in outcomes.items() if name.startswith("ran-on"))
     ignored += outcomes["not-closed"]
     targets: list[Target] = [
-        ("every disconnect honoured (upstream closed)", ignored == 0,
-         f"{ignored} of {len(cut)} cuts not honoured{example}"),
-        ("upstream closed <= 1 s after the cut (p99)",
-         None if p99 is None else p99 <= CLOSE_P99_TARGET_MS,
-         "n/a" if p99 is None else f"p99 {p99:.0f} ms"),
-        ("cut rows cancelled with the delivered tokens billed",
-         cancelled_and_billed and underbilled == 0,
-         f"{dict(cut_rows)}: {wrong_status} neither cancelled nor relayed whole before "
-         f"the cut; {underbilled} billed fewer tokens than delivered"),
-        ("completed streams recorded as success",
-         complete_rows.get("success", 0) == len(complete), str(dict(complete_rows))),
+        (
+            "every disconnect honoured (upstream closed)",
+            ignored == 0,
+            f"{ignored} of {len(cut)} cuts not honoured{example}",
+        ),
+        (
+            "upstream closed <= 1 s after the cut (p99)",
+            None if p99 is None else p99 <= CLOSE_P99_TARGET_MS,
+            "n/a" if p99 is None else f"p99 {p99:.0f} ms",
+        ),
+        (
+            "cut rows cancelled with the delivered tokens billed",
+            cancelled_and_billed and underbilled == 0,
+            f"{dict(cut_rows)}: {wrong_status} neither cancelled nor relayed whole before "
+            f"the cut; {underbilled} billed fewer tokens than delivered",
+        ),
+        (
+            "completed streams recorded as success",
+            complete_rows.get("success", 0) == len(complete),
+            str(dict(complete_rows)),
+        ),
         ("0 rows lost, doubled or pending", not any(ledger.values()), str(ledger)),
         ("0 responses that are not JSON or SSE", not odd, _odd_detail(odd)),
-    ]  # fmt: skip
+    ]
     return figures, targets
 
 
@@ -261,12 +271,18 @@ def burst(replies: list[Reply], rows: list[Row]) -> tuple[dict, list[Target]]:
         "rows (by X-Generation-Id)": ledger,
     }
     targets: list[Target] = [
-        ("only 200s and JSON 429/503", allowed and not non_json_errors,
-         f"{hist}; non-JSON error bodies: {_odd_detail(non_json_errors)}"),
-        ("429/503 carry Retry-After", no_retry_after == 0 if overload else None,
-         f"{no_retry_after} of {len(overload)} without"),
+        (
+            "only 200s and JSON 429/503",
+            allowed and not non_json_errors,
+            f"{hist}; non-JSON error bodies: {_odd_detail(non_json_errors)}",
+        ),
+        (
+            "429/503 carry Retry-After",
+            no_retry_after == 0 if overload else None,
+            f"{no_retry_after} of {len(overload)} without",
+        ),
         ("0 rows lost or pending", not ledger["lost"] and not ledger["pending"], str(ledger)),
-    ]  # fmt: skip
+    ]
     return figures, targets
 
 
@@ -302,8 +318,13 @@ def steady(
     }
     targets: list[Target] = []
     if fault == "redis-outage":
-        targets.append((f">= {SERVED_TARGET:.0%} of requests served", share >= SERVED_TARGET,
-                        f"{100 * share:.1f}%"))  # fmt: skip
+        targets.append(
+            (
+                f">= {SERVED_TARGET:.0%} of requests served",
+                share >= SERVED_TARGET,
+                f"{100 * share:.1f}%",
+            )
+        )
         targets.append(("0 rows lost", ledger["lost"] == 0, str(ledger)))
     else:
         lost_or_doubled = ledger["lost"] + ledger["doubled or unmatched"] + ledger["pending"]

@@ -51,8 +51,9 @@ async def relay_aiohttp(scope: dict[str, Any], receive, send) -> None:
     if session is None:
         session = _sessions[loop] = aiohttp.ClientSession(auto_decompress=False)
     body = await _body(receive)
-    async with session.post(upstream_url(), data=body,
-                            headers={"content-type": "application/json"}) as response:  # fmt: skip
+    async with session.post(
+        upstream_url(), data=body, headers={"content-type": "application/json"}
+    ) as response:
         await _start(send, response.status)
         while chunk := await response.content.readany():
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -121,8 +122,13 @@ async def application(scope: dict[str, Any], receive, send) -> None:
     if scope["type"] != "http":
         return  # lifespan: nothing to start
     if scope["method"] != "POST":  # the benchmark's readiness check (GET /api/v1/models)
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
         await send({"type": "http.response.body", "body": b'{"object":"list","data":[]}'})
         return
     relay = relay_raw if os.environ.get("UBERLLM_FLOOR_CLIENT") == "raw" else relay_aiohttp

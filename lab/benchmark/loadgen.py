@@ -109,8 +109,9 @@ class Run:
         self.t0 = self.t1 = 0.0
         self.samples: list[tuple[float, float | None, float]] = []  # start, first, end
         self.errors: dict[str, int] = {}
-        self.watched = [Watched.of(name, int(pid)) for name, pid in
-                        (spec.split("=", 1) for spec in args.watch)]  # fmt: skip
+        self.watched = [
+            Watched.of(name, int(pid)) for name, pid in (spec.split("=", 1) for spec in args.watch)
+        ]
 
     def _error(self, what: str) -> None:
         self.errors[what] = self.errors.get(what, 0) + 1
@@ -173,8 +174,11 @@ class Run:
         _, pending = await asyncio.wait(workers, timeout=self.args.drain)
         for task in pending:
             task.cancel()
-        return self.result(measured, own1.user + own1.system - own0.user - own0.system,
-                           (busy1 - busy0) / max(1, total1 - total0))  # fmt: skip
+        return self.result(
+            measured,
+            own1.user + own1.system - own0.user - own0.system,
+            (busy1 - busy0) / max(1, total1 - total0),
+        )
 
     def result(self, measured: float, own_cpu: float, busy: float) -> dict:
         n = len(self.samples)

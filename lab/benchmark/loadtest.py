@@ -83,8 +83,12 @@ class Stack:
         env = dict(os.environ)
         env.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
         env.setdefault("UBERLLM_SHARED_KEY_PREFIX", "ullm-loadtest")
-        env.update(UBERLLM_ALLOW_PRIVATE_UPSTREAMS="true", DJANGO_DEBUG="false",
-                   LOG_LEVEL="WARNING", PYTHONUNBUFFERED="1")  # fmt: skip
+        env.update(
+            UBERLLM_ALLOW_PRIVATE_UPSTREAMS="true",
+            DJANGO_DEBUG="false",
+            LOG_LEVEL="WARNING",
+            PYTHONUNBUFFERED="1",
+        )
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
         for name, value in overrides.items():
@@ -118,14 +122,22 @@ class Stack:
         profile = json.loads(json.dumps(EMULATOR_PROFILE))
         profile["_comment"] = "manage.py loadtest: paced streams, no jitter."
         profile["providers"][PROVIDER].update(
-            ttft_base_s=self.o.ttft_s, output_tokens_per_s=self.o.tokens_per_s,
+            ttft_base_s=self.o.ttft_s,
+            output_tokens_per_s=self.o.tokens_per_s,
             default_output_tokens=self.o.tokens,
-        )  # fmt: skip
+        )
         path = self.work / "emulator.json"
         path.write_text(json.dumps(profile, indent=1))
         self.ports["emulator"] = free_port()
-        argv = [sys.executable, "-m", "lab.emulator", "--profiles", str(path),
-                "--port", str(self.ports["emulator"])]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "lab.emulator",
+            "--profiles",
+            str(path),
+            "--port",
+            str(self.ports["emulator"]),
+        ]
         proc = self._spawn("emulator", argv)
         wait_ready(f"{self.emulator_url}/_health", proc, 30, "emulator")
 
@@ -133,17 +145,41 @@ class Stack:
         """(Re)start the gateway; its output goes to var/loadtest/gateway-<label>.log."""
         self.stop_one("gateway")
         self.ports["gateway"] = free_port()
-        argv = [sys.executable, "-m", "uvicorn", "uberllm.asgi:application",
-                "--host", "127.0.0.1", "--port", str(self.ports["gateway"]),
-                "--workers", str(self.o.workers), "--log-level", "warning", "--no-access-log",
-                "--backlog", "4096"]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "uberllm.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.ports["gateway"]),
+            "--workers",
+            str(self.o.workers),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--backlog",
+            "4096",
+        ]
         proc = spawn(argv, self.base_dir, self.env(**env), self.work / f"gateway-{label}.log")
         self.procs["gateway"] = proc
         wait_ready(self.gateway_url.replace("chat/completions", "models"), proc, 90, "gateway")
 
     def start_redis(self, port: int) -> None:
-        argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--maxclients", "10000"]  # fmt: skip
+        argv = [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--maxclients",
+            "10000",
+        ]
         self._spawn("redis", argv)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -158,8 +194,18 @@ class Stack:
 
     def start_pg_proxy(self, target: str) -> int:
         port = free_port()
-        proc = self._spawn("pgproxy", [sys.executable, "-m", "lab.benchmark.tcpproxy",
-                           "--listen", str(port), "--target", target])  # fmt: skip
+        proc = self._spawn(
+            "pgproxy",
+            [
+                sys.executable,
+                "-m",
+                "lab.benchmark.tcpproxy",
+                "--listen",
+                str(port),
+                "--target",
+                target,
+            ],
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -175,8 +221,9 @@ class Stack:
         os.kill(self.procs[name].pid, signum)
 
     def upstream_records(self) -> list[dict]:
-        response = httpx.get(f"{self.emulator_url}/_log", params={"provider": PROVIDER},
-                             timeout=30, trust_env=False)  # fmt: skip
+        response = httpx.get(
+            f"{self.emulator_url}/_log", params={"provider": PROVIDER}, timeout=30, trust_env=False
+        )
         response.raise_for_status()
         return response.json()
 
@@ -247,8 +294,9 @@ class LoadTest:
         async def worker() -> None:
             for reply in todo:
                 body = self.body(run, reply.index)
-                await request(self.stack.gateway_url, body, keys[reply.index], reply,
-                              REQUEST_TIMEOUT_S)  # fmt: skip
+                await request(
+                    self.stack.gateway_url, body, keys[reply.index], reply, REQUEST_TIMEOUT_S
+                )
 
         await asyncio.gather(*(worker() for _ in range(self.o.concurrency)))
 
@@ -268,11 +316,15 @@ class LoadTest:
         connected = await asyncio.gather(*(connect(url, r) for r in replies))
         key = self.shared_key
         pending = [
-            exchange(conn, reply, encode_request(url, self.body(run, reply.index), key),
-                     REQUEST_TIMEOUT_S)
+            exchange(
+                conn,
+                reply,
+                encode_request(url, self.body(run, reply.index), key),
+                REQUEST_TIMEOUT_S,
+            )
             for conn, reply in zip(connected, replies, strict=True)
             if conn is not None
-        ]  # fmt: skip
+        ]
         await asyncio.gather(*pending)
 
     def steady(self, fault: str, on: Callable[[], None], off: Callable[[], None]) -> str:
@@ -303,8 +355,9 @@ class LoadTest:
 
         async def one(reply: Reply) -> None:
             await asyncio.sleep(max(0.0, start + reply.index / self.o.rate - time.time()))
-            await request(url, self.body(run, reply.index), self.shared_key, reply,
-                          REQUEST_TIMEOUT_S)  # fmt: skip
+            await request(
+                url, self.body(run, reply.index), self.shared_key, reply, REQUEST_TIMEOUT_S
+            )
 
         await asyncio.gather(fault(), *(one(r) for r in replies))
         return window[0], window[1]

@@ -22,8 +22,10 @@ from routing.request import parse_chat_request
 
 
 def body_of(messages: int) -> bytes:
-    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"}
-             for i in range(messages)]  # fmt: skip
+    turns = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"}
+        for i in range(messages)
+    ]
     return orjson.dumps({"model": "bench/echo", "messages": turns})
 
 
@@ -73,6 +75,7 @@ def render(rows: list[dict]) -> str:
     ]
     for r in rows:
         (iw, ig), (tw, tg) = r["inline"], r["thread"]
-        lines.append(f"{r['messages']:8d} {r['mb']:6.2f} | {iw:15.1f} {ig:13.1f} | "
-                     f"{tw:15.1f} {tg:13.1f}")  # fmt: skip
+        lines.append(
+            f"{r['messages']:8d} {r['mb']:6.2f} | {iw:15.1f} {ig:13.1f} | {tw:15.1f} {tg:13.1f}"
+        )
     return "\n".join(lines)

@@ -36,9 +36,16 @@ def measure(
     log: Callable[[str], None],
 ) -> dict:
     """Samples of the gateway's RSS under load, and the load's own figures."""
-    options = Options(duration=duration, warmup=1.0, concurrency=[concurrency],
-                      modes=[UNPACED], workers=workers, idle_s=0,
-                      database_url=database_url, log=log)  # fmt: skip
+    options = Options(
+        duration=duration,
+        warmup=1.0,
+        concurrency=[concurrency],
+        modes=[UNPACED],
+        workers=workers,
+        idle_s=0,
+        database_url=database_url,
+        log=log,
+    )
     bench = Bench(options, base_dir)
     try:
         bench.start()
@@ -79,8 +86,10 @@ def render(result: dict) -> str:
         first, last = after_first_minute[0], after_first_minute[-1]
         minutes = (last.at_s - first.at_s) / 60
         per_minute = (last.rss_mb - first.rss_mb) / minutes
-        lines.append(f"growth after the first minute: {per_minute:+.1f} MB a minute "
-                     f"({first.rss_mb:.1f} -> {last.rss_mb:.1f} MB)")  # fmt: skip
+        lines.append(
+            f"growth after the first minute: {per_minute:+.1f} MB a minute "
+            f"({first.rss_mb:.1f} -> {last.rss_mb:.1f} MB)"
+        )
     cpu = result["cpu_ms_per_request"]
     lines.append(
         f"{result['completed']} requests, {result['requests_per_s'] or 0:.0f} a second, "

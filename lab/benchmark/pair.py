@@ -16,8 +16,13 @@ from pathlib import Path
 from .run import DIRECT, PACED, UBERLLM, Bench, Options
 
 Cell = tuple[str, int]  # (mode, concurrency)
-DEFAULT_CELLS: list[Cell] = [("paced", 1), ("paced", 32), ("paced", 128), ("unpaced", 1),
-                             ("unpaced", 32)]  # fmt: skip
+DEFAULT_CELLS: list[Cell] = [
+    ("paced", 1),
+    ("paced", 32),
+    ("paced", 128),
+    ("unpaced", 1),
+    ("unpaced", 32),
+]
 
 
 def parse_cell(text: str) -> Cell:
@@ -26,9 +31,13 @@ def parse_cell(text: str) -> Cell:
 
 
 def run_pair(
-    dirs: dict[str, Path], cells: list[Cell], repeats: int, duration: float, workers: int,
+    dirs: dict[str, Path],
+    cells: list[Cell],
+    repeats: int,
+    duration: float,
+    workers: int,
     log: Callable[[str], None],
-) -> dict[tuple[str, int, str], list[dict]]:  # fmt: skip
+) -> dict[tuple[str, int, str], list[dict]]:
     """Load-generator results per (mode, concurrency, side or "direct")."""
     benches: dict[str, Bench] = {}
     results: dict[tuple[str, int, str], list[dict]] = {}
@@ -38,8 +47,13 @@ def run_pair(
             db.parent.mkdir(parents=True, exist_ok=True)
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{db}{suffix}").unlink(missing_ok=True)
-            options = Options(duration=duration, workers=workers, idle_s=0.0,
-                              database_url=f"sqlite:///{db}", log=log)  # fmt: skip
+            options = Options(
+                duration=duration,
+                workers=workers,
+                idle_s=0.0,
+                database_url=f"sqlite:///{db}",
+                log=log,
+            )
             benches[side] = Bench(options, base)
             log(f"starting {side} ({base}) ...")
             benches[side].start()
@@ -59,8 +73,10 @@ def run_pair(
                         outcome["ttft_ms"]["p50"]
                         - results[(mode, concurrency, DIRECT)][-1]["ttft_ms"]["p50"]
                     )
-                    log(f"  round {round_no + 1} {mode} c={concurrency} {side}: "
-                        f"{_cpu(outcome):.2f} ms CPU/req, +TTFT p50 {added:.2f} ms")  # fmt: skip
+                    log(
+                        f"  round {round_no + 1} {mode} c={concurrency} {side}: "
+                        f"{_cpu(outcome):.2f} ms CPU/req, +TTFT p50 {added:.2f} ms"
+                    )
     finally:
         for bench in benches.values():
             bench.stop()
@@ -85,24 +101,31 @@ def summarise(
         for side in sides:
             runs = results[(mode, concurrency, side)]
             rps = statistics.median(r["rps"] for r in runs)
-            rows.append({
-                "mode": mode, "concurrency": concurrency, "side": side,
-                "cpu_ms_per_req": statistics.median(_cpu(r) for r in runs),
-                "added_ttft_p50_ms": statistics.median(r["ttft_ms"]["p50"] for r in runs) - d50,
-                "added_ttft_p99_ms": statistics.median(r["ttft_ms"]["p99"] for r in runs) - d99,
-                "throughput": rps / drps if mode == PACED else rps,
-                "busy_pct": statistics.median(r["machine_busy_pct"] for r in runs),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "mode": mode,
+                    "concurrency": concurrency,
+                    "side": side,
+                    "cpu_ms_per_req": statistics.median(_cpu(r) for r in runs),
+                    "added_ttft_p50_ms": statistics.median(r["ttft_ms"]["p50"] for r in runs) - d50,
+                    "added_ttft_p99_ms": statistics.median(r["ttft_ms"]["p99"] for r in runs) - d99,
+                    "throughput": rps / drps if mode == PACED else rps,
+                    "busy_pct": statistics.median(r["machine_busy_pct"] for r in runs),
+                }
+            )
     return rows
 
 
 def render(rows: list[dict], sides: list[str]) -> str:
     """The summary table, with each side's CPU as a ratio to the first side's."""
-    head = (f"{'mode':8} {'c':>4} {'side':10} {'CPU ms/req':>10} {'ratio':>6} {'+TTFT p50':>9} "
-            f"{'+p99':>8} {'x direct | req/s':>16} {'busy%':>6}")  # fmt: skip
+    head = (
+        f"{'mode':8} {'c':>4} {'side':10} {'CPU ms/req':>10} {'ratio':>6} {'+TTFT p50':>9} "
+        f"{'+p99':>8} {'x direct | req/s':>16} {'busy%':>6}"
+    )
     lines = [head, "-" * len(head)]
-    first = {(r["mode"], r["concurrency"]): r["cpu_ms_per_req"] for r in rows
-             if r["side"] == sides[0]}  # fmt: skip
+    first = {
+        (r["mode"], r["concurrency"]): r["cpu_ms_per_req"] for r in rows if r["side"] == sides[0]
+    }
     for r in rows:
         base = first[(r["mode"], r["concurrency"])]
         ratio = r["cpu_ms_per_req"] / base if base else float("nan")

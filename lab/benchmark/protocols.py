@@ -17,15 +17,33 @@ from providers.protocols.anthropic_messages import UpstreamReader
 
 
 def stream_events(tokens: int) -> list[bytes]:
-    start = {"type": "message_start", "message": {"id": "msg_1", "model": "claude",
-             "usage": {"input_tokens": 100, "output_tokens": 1}}}  # fmt: skip
-    block = {"type": "content_block_start", "index": 0,
-             "content_block": {"type": "text", "text": ""}}  # fmt: skip
-    delta = {"type": "content_block_delta", "index": 0,
-             "delta": {"type": "text_delta", "text": " lorem"}}  # fmt: skip
-    end = [{"type": "content_block_stop", "index": 0},
-           {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-            "usage": {"output_tokens": tokens}}, {"type": "message_stop"}]  # fmt: skip
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "model": "claude",
+            "usage": {"input_tokens": 100, "output_tokens": 1},
+        },
+    }
+    block = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "text", "text": ""},
+    }
+    delta = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "text_delta", "text": " lorem"},
+    }
+    end = [
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": tokens},
+        },
+        {"type": "message_stop"},
+    ]
     return [orjson.dumps(e) for e in (start, block, *[delta] * tokens, *end)]
 
 
@@ -49,8 +67,10 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=2000)
     args = parser.parse_args()
     per_stream, events = measure(args.tokens, args.streams)
-    print(f"{events} events: {per_stream * 1e6:.0f} us per stream, "
-          f"{per_stream * 1e6 / events:.1f} us per event")  # fmt: skip
+    print(
+        f"{events} events: {per_stream * 1e6:.0f} us per stream, "
+        f"{per_stream * 1e6 / events:.1f} us per event"
+    )
 
 
 if __name__ == "__main__":

@@ -31,18 +31,31 @@ async def run(url: str | None, n: int = 2000) -> None:
     start = datetime.now(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     expire = int(time.time()) + 3600
     budgets = tuple(
-        Budget(key=f"{ns}:spend:{s}", scope=s, period="month", period_start=start,
-               limit_nano=10**15, expire_at=expire)
+        Budget(
+            key=f"{ns}:spend:{s}",
+            scope=s,
+            period="month",
+            period_start=start,
+            limit_nano=10**15,
+            expire_at=expire,
+        )
         for s in ("key:1", "org:1")
-    )  # fmt: skip
-    rates = RateLimits(rpm=10**9, tpm=10**12, concurrent=10**6, rpm_key=f"{ns}:rpm",
-                       tpm_key=f"{ns}:tpm", concurrent_key=f"{ns}:inflight",
-                       window_reset_s=60.0)  # fmt: skip
+    )
+    rates = RateLimits(
+        rpm=10**9,
+        tpm=10**12,
+        concurrent=10**6,
+        rpm_key=f"{ns}:rpm",
+        tpm_key=f"{ns}:tpm",
+        concurrent_key=f"{ns}:inflight",
+        window_reset_s=60.0,
+    )
     admit_us, settle_us = [], []
     seeds = {0: 0, 1: 0}
     for i in range(n):
-        ticket = Ticket(request_id=f"r{i}", budgets=budgets, reserved_nano=5_000_000,
-                        rates=rates, tokens=1000)  # fmt: skip
+        ticket = Ticket(
+            request_id=f"r{i}", budgets=budgets, reserved_nano=5_000_000, rates=rates, tokens=1000
+        )
         t0 = time.perf_counter()
         refusal = await store.admit(ticket, seeds)
         t1 = time.perf_counter()

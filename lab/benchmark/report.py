@@ -34,8 +34,11 @@ def table(data: dict) -> str:
             direct = cell[DIRECT]
             for name, r in cell.items():
                 server = r["watch"].get("server", {})
-                added = (None, None) if name == DIRECT else (
-                    added_ttft(cell, name, "p50"), added_ttft(cell, name, "p99"))  # fmt: skip
+                added = (
+                    (None, None)
+                    if name == DIRECT
+                    else (added_ttft(cell, name, "p50"), added_ttft(cell, name, "p99"))
+                )
                 lines.append(
                     f"{concurrency:>4} {name:8} {r['rps']:8.1f} "
                     f"{_ratio(r['rps'], direct['rps']):>8} {_f(r['ttft_ms']['p50'], 2):>9} "
@@ -82,16 +85,21 @@ def targets(data: dict) -> list[tuple[str, bool | None, str]]:
             None if a50 is None else a50 <= ADDED_TTFT_P50_C1_MS,
             f"{_f(a50, 2)} ms",
         )
-        add("paced c=1 added TTFT p50 <= 1/10 of LiteLLM's",
+        add(
+            "paced c=1 added TTFT p50 <= 1/10 of LiteLLM's",
             None if a50 is None or l50 is None else a50 <= l50 * LITELLM_TTFT_SHARE,
-            f"{_f(a50, 2)} ms vs LiteLLM {_f(l50, 2)} ms")  # fmt: skip
+            f"{_f(a50, 2)} ms vs LiteLLM {_f(l50, 2)} ms",
+        )
     for concurrency in ("32", "128"):
         if cell := _cell(data, PACED, concurrency):
             ours, theirs = _cpu(cell, UBERLLM), _cpu(cell, LITELLM)
             ok = None if not ours or not theirs else ours <= theirs * LITELLM_CPU_SHARE
             share = f" (1/{theirs / ours:.1f})" if ours and theirs else ""
-            add(f"paced c={concurrency} CPU per stream <= 1/10 of LiteLLM's", ok,
-                f"{_f(ours, 2)} ms vs LiteLLM {_f(theirs, 2)} ms{share}")  # fmt: skip
+            add(
+                f"paced c={concurrency} CPU per stream <= 1/10 of LiteLLM's",
+                ok,
+                f"{_f(ours, 2)} ms vs LiteLLM {_f(theirs, 2)} ms{share}",
+            )
     if cell := _cell(data, PACED, "128"):
         ratio = cell[UBERLLM]["rps"] / cell[DIRECT]["rps"] if cell[DIRECT]["rps"] else None
         a99 = added_ttft(cell, UBERLLM, "p99")
@@ -117,8 +125,11 @@ def targets(data: dict) -> list[tuple[str, bool | None, str]]:
         detail = f"{idle[UBERLLM]:.2f}% of a core"
         if LITELLM in idle:
             detail += f" (LiteLLM {idle[LITELLM]:.2f}%)"
-        add(f"idle CPU of the gateway < {IDLE_CPU_PCT:g}% of a core",
-            idle[UBERLLM] < IDLE_CPU_PCT, detail)  # fmt: skip
+        add(
+            f"idle CPU of the gateway < {IDLE_CPU_PCT:g}% of a core",
+            idle[UBERLLM] < IDLE_CPU_PCT,
+            detail,
+        )
     return found
 
 

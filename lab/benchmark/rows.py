@@ -39,10 +39,11 @@ def create_keys(org: Organisation, count: int, name: str) -> list[tuple[int, str
     now = timezone.now()
     made = [generate_key() for _ in range(count)]
     ApiKey.objects.bulk_create(
-        ApiKey(organisation=org, name=name, prefix=prefix, secret_hash=secret_hash,
-               last_used_at=now)
+        ApiKey(
+            organisation=org, name=name, prefix=prefix, secret_hash=secret_hash, last_used_at=now
+        )
         for _, prefix, secret_hash in made
-    )  # fmt: skip
+    )
     keys = ApiKey.objects.for_organisation(org).filter(prefix__in=[p for _, p, _ in made])
     ids = dict(keys.values_list("prefix", "id"))
     return [(ids[prefix], plaintext) for plaintext, prefix, _ in made]

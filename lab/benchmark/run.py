@@ -114,11 +114,41 @@ def gateway_argv(server: str, app: str, port: int, workers: int) -> list[str]:
     if server == "granian":
         # asginl: ASGI without lifespan, as first measured (uberllm.asgi routes lifespan
         # now; under Granian the startup's gc.freeze and the shutdown drain are skipped).
-        return [sys.executable, "-m", "granian", "--interface", "asginl", "--host", "127.0.0.1",
-                "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
-                "--log-level", "warning", "--no-access-log", "--no-ws", app]  # fmt: skip
-    return [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
-            "--workers", str(workers), "--log-level", "warning", "--no-access-log"]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "granian",
+            "--interface",
+            "asginl",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--loop",
+            "uvloop",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--no-ws",
+            app,
+        ]
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        app,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
 
 
 def spawn(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen:
@@ -191,14 +221,28 @@ class Bench:
         profile = self.work / "emulator.json"
         profile.write_text(json.dumps(EMULATOR_PROFILE, indent=1))
         self.ports = {name: free_port() for name in (DIRECT, UBERLLM, LITELLM)}
-        emu = self._spawn("emulator", [py, "-m", self._module("lab.emulator"), "--profiles",
-                          str(profile), "--port", str(self.ports[DIRECT])])  # fmt: skip
+        emu = self._spawn(
+            "emulator",
+            [
+                py,
+                "-m",
+                self._module("lab.emulator"),
+                "--profiles",
+                str(profile),
+                "--port",
+                str(self.ports[DIRECT]),
+            ],
+        )
         wait_ready(f"{self.emulator_url}/_health", emu, 30, "emulator")
         self.o.log("seeding the bench database (migrate, catalog, key) ...")
         seeded = subprocess.run(
             [py, "-m", self._module("lab.benchmark.seed"), "--emulator-url", self.emulator_url],
-            cwd=self.base_dir, env=self.env, capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            cwd=self.base_dir,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if seeded.returncode != 0:
             raise RuntimeError(f"seeding failed:\n{seeded.stderr[-3000:]}")
         self.api_key = json.loads(seeded.stdout.strip().splitlines()[-1])["api_key"]
@@ -228,12 +272,28 @@ class Bench:
             "general_settings:\n"
             f"  master_key: {LITELLM_MASTER_KEY}\n"
         )
-        env = {k: v for k, v in self.env.items()
-               if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}  # fmt: skip
-        env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR",
-                   LITELLM_TELEMETRY="False", NO_DOCS="True")  # fmt: skip
-        argv = [self.o.litellm, "--config", str(config), "--host", "127.0.0.1", "--port",
-                str(self.ports[LITELLM]), "--num_workers", str(self.o.workers)]  # fmt: skip
+        env = {
+            k: v
+            for k, v in self.env.items()
+            if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")
+        }
+        env.update(
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
+            LITELLM_LOG="ERROR",
+            LITELLM_TELEMETRY="False",
+            NO_DOCS="True",
+        )
+        argv = [
+            self.o.litellm,
+            "--config",
+            str(config),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.ports[LITELLM]),
+            "--num_workers",
+            str(self.o.workers),
+        ]
         proc = self._spawn("litellm", argv, env)
         url = f"http://127.0.0.1:{self.ports[LITELLM]}/health/liveliness"
         try:
@@ -278,10 +338,23 @@ class Bench:
     def cell(self, name: str, concurrency: int, body: dict | None = None) -> dict:
         url, headers, pid = self.target(name)
         body = body or REQUEST
-        argv = [sys.executable, "-m", self._module("lab.benchmark.loadgen"), "--url", url,
-                "--body", json.dumps(body), "-c", str(concurrency),
-                "--warmup", str(self.o.warmup), "--duration", str(self.duration(concurrency)),
-                "--watch", f"emulator={self.procs['emulator'].pid}"]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            self._module("lab.benchmark.loadgen"),
+            "--url",
+            url,
+            "--body",
+            json.dumps(body),
+            "-c",
+            str(concurrency),
+            "--warmup",
+            str(self.o.warmup),
+            "--duration",
+            str(self.duration(concurrency)),
+            "--watch",
+            f"emulator={self.procs['emulator'].pid}",
+        ]
         for header in headers:
             argv += ["--header", header]
         if not body.get("stream"):
@@ -303,8 +376,9 @@ class Bench:
         roots = {name: tree_pids(self.procs[name].pid) for name in names}
         start = {name: cpu_seconds(pids) for name, pids in roots.items()}
         time.sleep(self.o.idle_s)
-        return {name: 100 * (cpu_seconds(roots[name]) - start[name]) / self.o.idle_s
-                for name in names}  # fmt: skip
+        return {
+            name: 100 * (cpu_seconds(roots[name]) - start[name]) / self.o.idle_s for name in names
+        }
 
     def targets(self) -> list[str]:
         return [DIRECT, UBERLLM] + ([LITELLM] if self.o.litellm else [])

@@ -18,8 +18,9 @@ SHORT = {**REQUEST, "max_tokens": 16}
 KINDS = {"stream": {**SHORT, "stream": True}, "json": {**SHORT, "stream": False}}
 
 
-def run_sizing(options: Options, base_dir: Path, *, workers: list[int], repeats: int,
-               concurrency: int) -> list[dict]:  # fmt: skip
+def run_sizing(
+    options: Options, base_dir: Path, *, workers: list[int], repeats: int, concurrency: int
+) -> list[dict]:
     """One row per (workers, kind, repeat)."""
     rows = []
     for count in workers:
@@ -33,17 +34,23 @@ def run_sizing(options: Options, base_dir: Path, *, workers: list[int], repeats:
                     cell = bench.cell(UBERLLM, concurrency, body)
                     server = cell["watch"].get("server", {})
                     cpu_pct = server.get("cpu_pct") or 0.0
-                    rows.append({
-                        "workers": count, "kind": kind, "run": repeat, "rps": cell["rps"],
-                        "gateway_cpu_pct": cpu_pct,
-                        "rps_per_core": cell["rps"] / (cpu_pct / 100) if cpu_pct else None,
-                        "cpu_ms_per_req": server.get("cpu_ms_per_req"),
-                        "ttft_p50": cell["ttft_ms"]["p50"], "ttft_p99": cell["ttft_ms"]["p99"],
-                        "errors": sum(cell["errors"].values()),
-                        "machine_busy_pct": cell["machine_busy_pct"],
-                        "loadgen_cpu_pct": cell["loadgen_cpu_pct"],
-                        "emulator_cpu_pct": cell["watch"].get("emulator", {}).get("cpu_pct"),
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "workers": count,
+                            "kind": kind,
+                            "run": repeat,
+                            "rps": cell["rps"],
+                            "gateway_cpu_pct": cpu_pct,
+                            "rps_per_core": cell["rps"] / (cpu_pct / 100) if cpu_pct else None,
+                            "cpu_ms_per_req": server.get("cpu_ms_per_req"),
+                            "ttft_p50": cell["ttft_ms"]["p50"],
+                            "ttft_p99": cell["ttft_ms"]["p99"],
+                            "errors": sum(cell["errors"].values()),
+                            "machine_busy_pct": cell["machine_busy_pct"],
+                            "loadgen_cpu_pct": cell["loadgen_cpu_pct"],
+                            "emulator_cpu_pct": cell["watch"].get("emulator", {}).get("cpu_pct"),
+                        }
+                    )
         finally:
             bench.stop()
     return rows
@@ -55,9 +62,11 @@ def _f(value, digits: int = 1) -> str:
 
 def render(rows: list[dict]) -> str:
     """The runs, then per (workers, kind): median req/s, spread, median req/s per core."""
-    head = (f"{'workers':>7} {'reply':6} {'run':>3} {'req/s':>7} {'gw CPU%':>7} "
-            f"{'req/s/core':>10} {'CPU ms/req':>10} {'TTFT p50':>8} {'p99':>7} {'err':>4} "
-            f"{'busy%':>5} {'loadgen%':>8} {'emu%':>5}")  # fmt: skip
+    head = (
+        f"{'workers':>7} {'reply':6} {'run':>3} {'req/s':>7} {'gw CPU%':>7} "
+        f"{'req/s/core':>10} {'CPU ms/req':>10} {'TTFT p50':>8} {'p99':>7} {'err':>4} "
+        f"{'busy%':>5} {'loadgen%':>8} {'emu%':>5}"
+    )
     lines = [head]
     for r in rows:
         lines.append(
@@ -67,8 +76,11 @@ def render(rows: list[dict]) -> str:
             f"{r['errors']:>4} {_f(r['machine_busy_pct'], 0):>5} "
             f"{_f(r['loadgen_cpu_pct'], 0):>8} {_f(r['emulator_cpu_pct'], 0):>5}"
         )
-    lines += ["", f"{'workers':>7} {'reply':6} {'req/s median':>12} {'min-max':>13} "
-              f"{'spread %':>8} {'req/s per gw core':>17} {'per worker':>10}"]  # fmt: skip
+    lines += [
+        "",
+        f"{'workers':>7} {'reply':6} {'req/s median':>12} {'min-max':>13} "
+        f"{'spread %':>8} {'req/s per gw core':>17} {'per worker':>10}",
+    ]
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["workers"], r["kind"]), []).append(r)

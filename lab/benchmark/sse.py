@@ -86,8 +86,9 @@ async def main(rounds: int = 2000) -> None:
         print("httpx-sse is not installed: only the splitter is measured")
     print(f"CPU microseconds per event ({len(events)} events per stream, {rounds} streams)")
     for pattern, reads in patterns.items():
-        figures = {name: await measure(fn, reads, len(events), rounds)
-                   for name, fn in parsers.items()}  # fmt: skip
+        figures = {
+            name: await measure(fn, reads, len(events), rounds) for name, fn in parsers.items()
+        }
         line = "  ".join(f"{name} {us:6.2f}" for name, us in figures.items())
         print(f"  {pattern:6} {line}")
 

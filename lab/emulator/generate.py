@@ -203,13 +203,21 @@ async def run_scripted(ex: Exchange, ttft_s: float) -> None:
     n_tokens, finish_reason = output_plan(ex.request, ex.provider.profile)
     content = [reply_token(i) for i in range(n_tokens)]
     total = scripted.completion_tokens(script, content)
-    head = {"id": record["id"], "object": "chat.completion.chunk",
-            "created": int(record["received_at"]), "model": ex.request.model}  # fmt: skip
+    head = {
+        "id": record["id"],
+        "object": "chat.completion.chunk",
+        "created": int(record["received_at"]),
+        "model": ex.request.model,
+    }
     if not ex.request.stream:
         await sleep((ttft_s + total * token_interval_s(ex.provider.profile)) * ex.scale)
         message, forced = scripted.message(script, content)
-        choice = {"index": 0, "message": message, "finish_reason": forced or finish_reason,
-                  "logprobs": None}  # fmt: skip
+        choice = {
+            "index": 0,
+            "message": message,
+            "finish_reason": forced or finish_reason,
+            "logprobs": None,
+        }
         body = {**head, "object": "chat.completion", "choices": [choice]}
         report = usage(record, total, script.reasoning_tokens, ex.provider.profile)
         if report is not None:

@@ -38,8 +38,9 @@ from .tokens import estimate_prompt_tokens
 async def send_anthropic_error(send: Send, status: int, message: str, headers=()) -> None:
     payload = orjson.dumps(wire.error_body(status, message))
     length = (b"content-length", str(len(payload)).encode())
-    await send({"type": "http.response.start", "status": status,
-                "headers": [JSON_TYPE, length, *headers]})  # fmt: skip
+    await send(
+        {"type": "http.response.start", "status": status, "headers": [JSON_TYPE, length, *headers]}
+    )
     await send({"type": "http.response.body", "body": payload, "more_body": False})
 
 
@@ -129,8 +130,9 @@ class MessagesSend:
     async def __call__(self, message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
             headers = message.get("headers") or []
-            self.sse = any(k == b"content-type" and v.startswith(b"text/event-stream")
-                           for k, v in headers)  # fmt: skip
+            self.sse = any(
+                k == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers
+            )
             if self.sse:
                 await self.send(message)
             else:
@@ -138,16 +140,20 @@ class MessagesSend:
             return
         body, more = message.get("body", b""), message.get("more_body", False)
         if self.sse:
-            await self.send({"type": "http.response.body", "body": self._translate(body),
-                             "more_body": more})  # fmt: skip
+            await self.send(
+                {"type": "http.response.body", "body": self._translate(body), "more_body": more}
+            )
             return
         self.buffer += body
         if more:
             return
         assert self.start is not None
         payload = self._whole(self.start["status"], self.buffer)
-        kept = [(k, v) for k, v in self.start.get("headers") or []
-                if k not in (b"content-length", b"content-type")]  # fmt: skip
+        kept = [
+            (k, v)
+            for k, v in self.start.get("headers") or []
+            if k not in (b"content-length", b"content-type")
+        ]
         headers = [JSON_TYPE, (b"content-length", str(len(payload)).encode()), *kept]
         await self.send({**self.start, "headers": headers})
         await self.send({"type": "http.response.body", "body": payload, "more_body": False})

@@ -23,8 +23,14 @@ from typing import Any
 import orjson
 
 REASONING_WORDS = ("Let", " me", " think", " about", " this", " step", " by", " step", ".")
-_PLACEHOLDERS = {"string": "emulator", "integer": 1, "number": 1, "boolean": True,
-                 "array": [], "object": {}}  # fmt: skip
+_PLACEHOLDERS = {
+    "string": "emulator",
+    "integer": 1,
+    "number": 1,
+    "boolean": True,
+    "array": [],
+    "object": {},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,18 +165,25 @@ def _delta_chunk(head: dict[str, Any], delta: dict[str, Any], finish: str | None
     return b"data: " + orjson.dumps({**head, "choices": [choice]}) + b"\n\n"
 
 
-def stream_events(head: dict[str, Any], script: Script, content: list[str],
-                  finish_reason: str) -> list[bytes]:  # fmt: skip
+def stream_events(
+    head: dict[str, Any], script: Script, content: list[str], finish_reason: str
+) -> list[bytes]:
     """Every SSE event of the reply after the role event, the finish one included."""
-    events = [_delta_chunk(head, {"reasoning_content": reasoning_token(i)})
-              for i in range(script.reasoning_tokens)]  # fmt: skip
+    events = [
+        _delta_chunk(head, {"reasoning_content": reasoning_token(i)})
+        for i in range(script.reasoning_tokens)
+    ]
     call = script.tool_call
     if call is None:
         events += [_delta_chunk(head, {"content": token}) for token in content]
         events.append(_delta_chunk(head, {}, finish_reason))
         return events
-    opening = {"index": 0, "id": call.id, "type": "function",
-               "function": {"name": call.name, "arguments": ""}}  # fmt: skip
+    opening = {
+        "index": 0,
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": ""},
+    }
     events.append(_delta_chunk(head, {"tool_calls": [opening]}))
     for piece in call.argument_pieces():
         piece_delta = {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}

@@ -203,8 +203,9 @@ class Prober:
             return
         cost = market.cost(probe.endpoint_id, ProbeRequest(probe.size, 0), 0, 1)  # type: ignore[arg-type]
         engine.metrics.probe_spend += cost
-        self.volume.probed(engine.market.endpoints[probe.endpoint_id].model, bucket_for(probe.size),
-                           cost)  # fmt: skip
+        self.volume.probed(
+            engine.market.endpoints[probe.endpoint_id].model, bucket_for(probe.size), cost
+        )
         day = budget_day(engine.sim.epoch())
         by_day = engine.metrics.probe_spend_by_day
         by_day[day] = by_day.get(day, 0.0) + cost

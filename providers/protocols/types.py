@@ -59,9 +59,15 @@ class StreamError:
 
 
 ChatEvent = (
-    TextDelta | ReasoningDelta | ReasoningSignature | ToolCallStart | ToolCallDelta | Finish
-    | UsageReport | StreamError
-)  # fmt: skip
+    TextDelta
+    | ReasoningDelta
+    | ReasoningSignature
+    | ToolCallStart
+    | ToolCallDelta
+    | Finish
+    | UsageReport
+    | StreamError
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,21 @@ SUFFIX_SORTS = {"floor": "price", "nitro": "throughput"}
 # OpenRouter's documented preferences UberLLM accepts without acting on them (nothing
 # in the catalog to filter on yet); ``ignored_keys`` names those a request sent.
 NOOP_KEYS = frozenset({"enforce_distillable_text", "quantizations"})
-_KEYS = frozenset({
-    "only", "ignore", "order", "sort", "allow_fallbacks", "max_price", "require_parameters",
-    "data_collection", "zdr", "preferred_max_latency", "preferred_min_throughput",
-})  # fmt: skip
+_KEYS = frozenset(
+    {
+        "only",
+        "ignore",
+        "order",
+        "sort",
+        "allow_fallbacks",
+        "max_price",
+        "require_parameters",
+        "data_collection",
+        "zdr",
+        "preferred_max_latency",
+        "preferred_min_throughput",
+    }
+)
 DATA_COLLECTION = ("allow", "deny")
 _MAX_PRICE_KEYS = frozenset({"prompt", "completion"})
 # max_price fields OpenRouter defines that have no price in UberLLM's catalog.

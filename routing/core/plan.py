@@ -40,11 +40,13 @@ def _costs(endpoints: Sequence[EndpointInfo], features: RequestFeatures) -> dict
     prompt, output = features.prompt_tokens, features.expected_output_tokens
     return {
         e.endpoint_id: request_cost(
-            e, prompt, cached.get(e.endpoint_id, 0),
+            e,
+            prompt,
+            cached.get(e.endpoint_id, 0),
             round(output * factors[e.endpoint_id]) if e.endpoint_id in factors else output,
         )
         for e in endpoints
-    }  # fmt: skip
+    }
 
 
 def _ranking_costs(
@@ -362,9 +364,13 @@ def plan_route(
         )
     choices = tuple(
         RouteChoice(
-            c.endpoint, reason, request_costs[c.endpoint_id],
-            None if c.prior else c.typical, c.fast_enough, model_typical,
+            c.endpoint,
+            reason,
+            request_costs[c.endpoint_id],
+            None if c.prior else c.typical,
+            c.fast_enough,
+            model_typical,
         )
         for c, reason in ranked
-    )  # fmt: skip
+    )
     return RoutePlan(choices, bucket, "customer" if options.is_customer_choice else "smart")

@@ -54,9 +54,18 @@ class Leg:
     the simulator's drawn outcome); ``kind``/``status`` are set when the leg fails."""
 
     __slots__ = (
-        "cancelled", "data", "endpoint_id", "failed", "hedge_leg", "kind", "no", "nth",
-        "served", "start", "status",
-    )  # fmt: skip
+        "cancelled",
+        "data",
+        "endpoint_id",
+        "failed",
+        "hedge_leg",
+        "kind",
+        "no",
+        "nth",
+        "served",
+        "start",
+        "status",
+    )
 
     def __init__(self, no: int, endpoint_id: int, start: float, hedge_leg: bool, nth: int) -> None:
         self.no = no

@@ -329,9 +329,15 @@ class SpeedBook:
             speeds = {eid: tuple(sorted(w)) for eid, w in self._throughput.items() if w}
             throughput = {eid: _median_of_sorted(v) for eid, v in speeds.items()}
             self._summary = SpeedSummary(
-                dict(self._typical), dict(self._count), throughput, dict(self._newest),
-                self._stale, dict(self._tail), dict(self._ordered), speeds,
-            )  # fmt: skip
+                dict(self._typical),
+                dict(self._count),
+                throughput,
+                dict(self._newest),
+                self._stale,
+                dict(self._tail),
+                dict(self._ordered),
+                speeds,
+            )
         return self._summary
 
     def _recompute(self, keys: Iterable[SpeedKey]) -> None:

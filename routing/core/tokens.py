@@ -141,8 +141,9 @@ class OutputLengths:
         for (slug, endpoint_id), average in self._average.items():
             factor = average / usual
             if (
-                slug == model and self._calls[(slug, endpoint_id)] >= self.min_calls
+                slug == model
+                and self._calls[(slug, endpoint_id)] >= self.min_calls
                 and abs(factor - 1.0) >= self.threshold
-            ):  # fmt: skip
+            ):
                 found[endpoint_id] = factor
         return found

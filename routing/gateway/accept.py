@@ -120,9 +120,10 @@ async def require_key(authorization: str | None) -> KeyPrincipal:
         raise GatewayError(401, "Missing, invalid or revoked API key.", code="invalid_api_key")
     if principal.expires_at is not None and principal.expires_at <= timezone.now():
         raise GatewayError(
-            401, f"This API key expired at {principal.expires_at:%Y-%m-%d %H:%M} UTC.",
+            401,
+            f"This API key expired at {principal.expires_at:%Y-%m-%d %H:%M} UTC.",
             code="expired_api_key",
-        )  # fmt: skip
+        )
     return principal
 
 
@@ -136,15 +137,23 @@ def check_allowed_models(principal: KeyPrincipal, chat: ChatRequest) -> None:
         slug = str(model_id).partition(":")[0]
         if slug not in allowed:
             raise GatewayError(
-                403, f"This API key may not call model '{slug}'; it is limited to: "
-                f"{', '.join(allowed)}.", code="model_not_allowed", param="model",
-            )  # fmt: skip
+                403,
+                f"This API key may not call model '{slug}'; it is limited to: "
+                f"{', '.join(allowed)}.",
+                code="model_not_allowed",
+                param="model",
+            )
 
 
-async def reserve(principal: KeyPrincipal, request_id: str, chat: ChatRequest,
-                  model: CatalogModel, plan: RoutePlan, prompt_tokens: int,
-                  fallbacks: tuple[tuple[ChatRequest, CatalogModel], ...] = (),
-                  ) -> tuple[Ticket | None, int | None]:  # fmt: skip
+async def reserve(
+    principal: KeyPrincipal,
+    request_id: str,
+    chat: ChatRequest,
+    model: CatalogModel,
+    plan: RoutePlan,
+    prompt_tokens: int,
+    fallbacks: tuple[tuple[ChatRequest, CatalogModel], ...] = (),
+) -> tuple[Ticket | None, int | None]:
     """Admit the call against the key's and organisation's hard limits and rate limits
     (billing.limits): reserve its worst case at the dearest endpoint of ``plan`` or of
     any ``models`` fallback it may switch to at run time. Returns (ticket, max_tokens
@@ -161,13 +170,16 @@ async def reserve(principal: KeyPrincipal, request_id: str, chat: ChatRequest,
     try:
         ticket = await limits.admit(principal, request_id, worst_usd=worst, tokens=prompt_tokens)
     except limits.QuotaRefused as exc:
-        raise GatewayError(exc.status, exc.message, code=exc.code,
-                           retry_after_s=exc.retry_after_s) from None  # fmt: skip
+        raise GatewayError(
+            exc.status, exc.message, code=exc.code, retry_after_s=exc.retry_after_s
+        ) from None
     except limits.QuotaUnavailable:
         raise GatewayError(
-            503, "The key's spend and rate limits cannot be checked right now; retry shortly.",
-            code="quota_store_unavailable", retry_after_s=2,
-        ) from None  # fmt: skip
+            503,
+            "The key's spend and rate limits cannot be checked right now; retry shortly.",
+            code="quota_store_unavailable",
+            retry_after_s=2,
+        ) from None
     return ticket, (cap if ticket is not None and ticket.budgets else None)
 
 
@@ -189,12 +201,32 @@ def _options(chat: ChatRequest) -> RoutingOptions:
 
 # Parameters an endpoint may or may not support (OpenRouter's ``supported_parameters``
 # names): with ``provider.require_parameters`` every one sent must be supported.
-REQUIRABLE_PARAMETERS = frozenset({
-    "tools", "tool_choice", "max_tokens", "temperature", "top_p", "reasoning",
-    "include_reasoning", "response_format", "structured_outputs", "stop", "frequency_penalty",
-    "presence_penalty", "seed", "top_k", "min_p", "top_a", "repetition_penalty", "logit_bias",
-    "logprobs", "top_logprobs", "parallel_tool_calls", "verbosity",
-})  # fmt: skip
+REQUIRABLE_PARAMETERS = frozenset(
+    {
+        "tools",
+        "tool_choice",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "reasoning",
+        "include_reasoning",
+        "response_format",
+        "structured_outputs",
+        "stop",
+        "frequency_penalty",
+        "presence_penalty",
+        "seed",
+        "top_k",
+        "min_p",
+        "top_a",
+        "repetition_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "parallel_tool_calls",
+        "verbosity",
+    }
+)
 
 
 def required_parameters(chat: ChatRequest, options: RoutingOptions) -> frozenset[str]:
@@ -363,8 +395,7 @@ async def accept_chat(principal: KeyPrincipal, chat: ChatRequest, body_bytes: in
     chat, model, (plan, features, raw, hashes), fallbacks = chosen
     prompt_tokens = features.prompt_tokens
     request_id = f"gen-{os.urandom(16).hex()}"
-    quota, cap = await reserve(principal, request_id, chat, model, plan, prompt_tokens,
-                               fallbacks)  # fmt: skip
+    quota, cap = await reserve(principal, request_id, chat, model, plan, prompt_tokens, fallbacks)
     return Accepted(
         request_id=request_id,
         principal=principal,

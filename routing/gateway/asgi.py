@@ -123,10 +123,14 @@ def _record_rejection(principal: KeyPrincipal, error: GatewayError, body: bytes)
     except (orjson.JSONDecodeError, AttributeError):
         model = ""
     queue_rejected(
-        organisation_id=principal.organisation_id, api_key_id=principal.api_key_id,
-        status=error.status, code=str(error.code or ""), message=error.message,
-        model_slug=model if isinstance(model, str) else "", created_at=timezone.now(),
-    )  # fmt: skip
+        organisation_id=principal.organisation_id,
+        api_key_id=principal.api_key_id,
+        status=error.status,
+        code=str(error.code or ""),
+        message=error.message,
+        model_slug=model if isinstance(model, str) else "",
+        created_at=timezone.now(),
+    )
 
 
 class GatewayApp:
@@ -140,8 +144,9 @@ class GatewayApp:
     listening = False
 
     def overloaded(self) -> GatewayError:
-        return GatewayError(503, "The gateway is at capacity; retry shortly.",
-                            code="overloaded", retry_after_s=1)  # fmt: skip
+        return GatewayError(
+            503, "The gateway is at capacity; retry shortly.", code="overloaded", retry_after_s=1
+        )
 
     def authorization(self, scope: dict[str, Any]) -> str | None:
         return _header(scope, b"authorization")

@@ -6,8 +6,16 @@ from typing import Any
 
 
 class _Choice:
-    __slots__ = ("content", "finish_reason", "logprobs", "reasoning", "refusal", "role",
-                 "signature", "tool_calls")  # fmt: skip
+    __slots__ = (
+        "content",
+        "finish_reason",
+        "logprobs",
+        "reasoning",
+        "refusal",
+        "role",
+        "signature",
+        "tool_calls",
+    )
 
     def __init__(self) -> None:
         self.role = "assistant"

@@ -44,7 +44,7 @@ from ..core.session import (
     Serve,
     StartTimer,
     SwitchModel,
-)  # fmt: skip
+)
 from ..errors import OVERLOADED, GatewayError
 from .accept import Accepted
 from .assemble import CompletionAssembler
@@ -341,8 +341,7 @@ class LiveCall:
         """Every endpoint of the model failed before the first token: the call goes on
         with its next ``models`` fallback; the reply, the Activity row and later
         attempts name that model."""
-        logger.info("call %s falls back to model %s", accepted.request_id,
-                    accepted.chat.model_slug)  # fmt: skip
+        logger.info("call %s falls back to model %s", accepted.request_id, accepted.chat.model_slug)
         self.accepted = accepted
         switched = getattr(self.out, "model_switched", None)
         if switched is not None:
@@ -353,10 +352,13 @@ class LiveCall:
         route = self.router.route(leg.endpoint_id)
         choice = self.router.choice(leg.endpoint_id)
         record = AttemptResult(
-            attempt_no=len(self.records) + 1, endpoint_id=route.endpoint_id,
-            provider_slug=route.provider_slug, reason=choice.reason, outcome="pending",
+            attempt_no=len(self.records) + 1,
+            endpoint_id=route.endpoint_id,
+            provider_slug=route.provider_slug,
+            reason=choice.reason,
+            outcome="pending",
             hedge_leg=leg.hedge_leg,
-        )  # fmt: skip
+        )
         self.records.append(record)
         attempt = LiveAttempt(route, record, ChunkRewriter(self.accepted, route))
         attempt.rewriter.attempt = attempt
@@ -418,8 +420,9 @@ class LiveCall:
         raises UpstreamError, always with the stream closed. Once the provider answered
         200, the call may start its own SSE response (``_start_stream``)."""
         accepted, route = self.accepted, attempt.route
-        call = UpstreamCall(route.url, request_body(accepted, route), route.authorization,
-                            route.protocol)  # fmt: skip
+        call = UpstreamCall(
+            route.url, request_body(accepted, route), route.authorization, route.protocol
+        )
         # A hanging provider costs a few times its typical TTFT, not the flat timeout.
         timeout_s = self.router.timeout_s(route.endpoint_id)
         try:
@@ -557,8 +560,9 @@ class LiveCall:
                 raise asyncio.CancelledError from None
             self._attempt_done(attempt, "cut", exc.message)
             self.outcome = Outcome("error", 502, exc.message)
-            await out.write(error_chunk(self.accepted, attempt.route.provider_slug, exc.message),
-                            end=True)  # fmt: skip
+            await out.write(
+                error_chunk(self.accepted, attempt.route.provider_slug, exc.message), end=True
+            )
             return self.session.ended(leg.no, time.monotonic(), complete=False)
         finally:
             await asyncio.shield(attempt.aclose())

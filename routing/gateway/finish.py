@@ -108,8 +108,11 @@ def finish(accepted: Accepted, outcome: Outcome, call: FinishedCall) -> None:
     result = call_result(accepted, outcome, call)
     queue_finish(open_row(accepted), result)
     if accepted.quota is not None:
-        limits.settle(accepted.quota, cost_usd=result.cost_usd,
-                      total_tokens=result.prompt_tokens + result.completion_tokens)  # fmt: skip
+        limits.settle(
+            accepted.quota,
+            cost_usd=result.cost_usd,
+            total_tokens=result.prompt_tokens + result.completion_tokens,
+        )
     _observe(accepted, result, call)
 
 
@@ -119,14 +122,19 @@ def _observe(accepted: Accepted, result: CallResult, call: FinishedCall) -> None
         metrics.observe_upstream_attempt(attempt.provider_slug, attempt.outcome)
     hedge_legs = [a for a in attempts if a.hedge_leg]
     metrics.observe_call(
-        model=accepted.model.info.slug, provider=result.provider_slug or None,
-        status=result.status, protocol="stream" if accepted.chat.stream else "json",
+        model=accepted.model.info.slug,
+        provider=result.provider_slug or None,
+        status=result.status,
+        protocol="stream" if accepted.chat.stream else "json",
         bucket=accepted.plan.bucket,
         ttft_s=result.ttft_ms / 1000 if result.ttft_ms is not None else None,
-        total_s=(result.total_ms or 0) / 1000, attempts=len(attempts),
+        total_s=(result.total_ms or 0) / 1000,
+        attempts=len(attempts),
         retries=sum(1 for a in attempts if not a.hedge_leg) - 1 if attempts else 0,
-        hedged=result.hedged, hedge_won=any(a.outcome == "success" for a in hedge_legs),
-        cancelled=result.status == "cancelled", cost_usd=float(result.cost_usd),
+        hedged=result.hedged,
+        hedge_won=any(a.outcome == "success" for a in hedge_legs),
+        cancelled=result.status == "cancelled",
+        cost_usd=float(result.cost_usd),
         platform_cost_usd=float(result.hedge_cost_usd),
-    )  # fmt: skip
+    )
     metrics.set_queue_size("ledger", ledger_writer.pending())

@@ -100,14 +100,21 @@ class MessagesResponder(Responder):
         await Responder.write(self, self._translate(body) if self.sse else body, end=end)
 
     async def json(
-        self, status: int, body: bytes, request_id: str | None = None,
+        self,
+        status: int,
+        body: bytes,
+        request_id: str | None = None,
         extra: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         accepted = self.accepted
         if status == 200 and accepted is not None:
             events = openai_chat.events_from_completion(orjson.loads(body))
-            message = wire.render_message(accepted.request_id, accepted.chat.model_slug,
-                                          events, accepted.prompt_tokens_estimate)  # fmt: skip
+            message = wire.render_message(
+                accepted.request_id,
+                accepted.chat.model_slug,
+                events,
+                accepted.prompt_tokens_estimate,
+            )
             body = orjson.dumps(message)
         await Responder.json(self, status, body, request_id, extra)
 

@@ -102,9 +102,13 @@ class LiveAttempt:
 
     def cost(self, accepted) -> tuple[Decimal, int, int, int, bool]:
         prompt, cached, completion, estimated = self.usage_numbers(accepted)
-        cost = call_cost(prices=self.route.prices, prompt_tokens=prompt, cached_tokens=cached,
-                         completion_tokens=completion,
-                         cache_write_tokens=self.cache_write_tokens())  # fmt: skip
+        cost = call_cost(
+            prices=self.route.prices,
+            prompt_tokens=prompt,
+            cached_tokens=cached,
+            completion_tokens=completion,
+            cache_write_tokens=self.cache_write_tokens(),
+        )
         return cost, prompt, cached, completion, estimated
 
     def opening(self) -> None:
@@ -137,10 +141,23 @@ class ChunkRewriter:
     """
 
     __slots__ = (
-        "accepted", "attempt", "completion_chunks", "dialect", "finished", "keep_usage",
-        "model", "provider", "request_id", "route", "saw_token", "tool_calls", "upstream_error",
-        "usage", "usage_replaced", "usage_sent",
-    )  # fmt: skip
+        "accepted",
+        "attempt",
+        "completion_chunks",
+        "dialect",
+        "finished",
+        "keep_usage",
+        "model",
+        "provider",
+        "request_id",
+        "route",
+        "saw_token",
+        "tool_calls",
+        "upstream_error",
+        "usage",
+        "usage_replaced",
+        "usage_sent",
+    )
 
     def __init__(self, accepted, route: EndpointRoute) -> None:
         self.accepted = accepted
@@ -180,9 +197,12 @@ class ChunkRewriter:
                 if not isinstance(delta, dict):
                     return False
                 if (
-                    delta.get("content") or delta.get("tool_calls") or delta.get("refusal")
-                    or delta.get("reasoning_content") or delta.get("reasoning")
-                ):  # fmt: skip
+                    delta.get("content")
+                    or delta.get("tool_calls")
+                    or delta.get("refusal")
+                    or delta.get("reasoning_content")
+                    or delta.get("reasoning")
+                ):
                     self.saw_token = True
                     self.completion_chunks += 1
                 if self.tool_calls is not None and delta.get("tool_calls"):
@@ -228,8 +248,11 @@ class ChunkRewriter:
         """Our estimate in place of a report no provider could mean (negative, not a
         whole number, beyond the context length, more cached than sent): billed and
         shown as estimated, as when no usage comes at all."""
-        logger.warning("provider %s reported impossible usage %.200r; billing the estimate",
-                       self.provider, reported)  # fmt: skip
+        logger.warning(
+            "provider %s reported impossible usage %.200r; billing the estimate",
+            self.provider,
+            reported,
+        )
         self.usage_replaced = True
         prompt = self.accepted.prompt_tokens_estimate
         cached = min(prompt, self.accepted.cached_tokens.get(self.route.endpoint_id, 0))
@@ -308,8 +331,10 @@ def credible_usage(usage: Any, context_length: int) -> bool:
     details = usage.get("prompt_tokens_details") or {}
     if not isinstance(details, dict):
         return False
-    return all(_count(details.get(name) or 0, int(prompt))
-               for name in ("cached_tokens", "cache_write_tokens"))  # fmt: skip
+    return all(
+        _count(details.get(name) or 0, int(prompt))
+        for name in ("cached_tokens", "cache_write_tokens")
+    )
 
 
 def error_chunk(accepted, provider_slug: str | None, message: str) -> bytes:

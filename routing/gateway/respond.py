@@ -36,10 +36,13 @@ class Responder:
 
     async def _start(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
         self.started, self.status = True, status
-        await self.send({
-            "type": "http.response.start", "status": status,
-            "headers": [*headers, *SECURITY_HEADERS],
-        })  # fmt: skip
+        await self.send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [*headers, *SECURITY_HEADERS],
+            }
+        )
 
     async def start_sse(self, request_id: str) -> None:
         await self._start(200, [*SSE_HEADERS, (b"x-generation-id", request_id.encode())])
@@ -51,9 +54,12 @@ class Responder:
         await self.send({"type": "http.response.body", "body": body, "more_body": not end})
 
     async def json(
-        self, status: int, body: bytes, request_id: str | None = None,
+        self,
+        status: int,
+        body: bytes,
+        request_id: str | None = None,
         extra: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         headers = [*JSON_HEADERS, *extra]
         if request_id:
             headers.append((b"x-generation-id", request_id.encode()))

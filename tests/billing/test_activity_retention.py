@@ -42,9 +42,13 @@ def ledger():
     seed_activity(organisation=a.organisation, rows=900, months=4, keys=2, batch=500, now=NOW)
     seed_activity(organisation=b.organisation, rows=300, months=4, keys=1, batch=300, now=NOW)
     pending = Activity.objects.create(
-        request_id="pending-dec", organisation=a.organisation, api_key=a.api_key,
-        model_slug="m/x", status="pending", created_at=datetime(2025, 12, 20, tzinfo=UTC),
-    )  # fmt: skip
+        request_id="pending-dec",
+        organisation=a.organisation,
+        api_key=a.api_key,
+        model_slug="m/x",
+        status="pending",
+        created_at=datetime(2025, 12, 20, tzinfo=UTC),
+    )
     Attempt.objects.create(activity=pending, attempt_no=1, provider_slug="alpha", outcome="")
     rollup_refresh(now=NOW)
     return a, b, pending
@@ -56,8 +60,10 @@ def _figures(org: int) -> tuple:
     summary = selectors.usage_summary(organisation_id=org, **year)
     ttft = selectors.usage_ttft(organisation_id=org, filters=ActivityFilters(**year))
     days = selectors.usage_days(organisation_id=org, **year)
-    keys = [(k.id, k.calls_total, k.spend_total) for k in selectors.api_key_list(
-        organisation_id=org, now=NOW)]  # fmt: skip
+    keys = [
+        (k.id, k.calls_total, k.spend_total)
+        for k in selectors.api_key_list(organisation_id=org, now=NOW)
+    ]
     staff = [
         (o.id, o.calls, o.spend_total, o.spend_last_month)
         for o in selectors.unscoped_organisation_spend(now=NOW)
@@ -84,8 +90,9 @@ def _plain(value):
 def _usage_csv(user, by: str) -> bytes:
     client = Client()
     client.force_login(user)
-    response = client.get("/usage.csv", {"by": by, "date_from": "2025-11-01",
-                                         "date_to": NOW.date().isoformat()})  # fmt: skip
+    response = client.get(
+        "/usage.csv", {"by": by, "date_from": "2025-11-01", "date_to": NOW.date().isoformat()}
+    )
     assert response.status_code == 200
     return response.content
 
@@ -125,18 +132,23 @@ def test_old_months_are_archived_then_deleted_and_usage_is_unchanged(ledger, tmp
     # One file per organisation and month, holding exactly the deleted rows.
     files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
     assert files == [
-        f"org-{a.organisation.id}", f"org-{a.organisation.id}/activity-2025-11.jsonl.gz",
-        f"org-{a.organisation.id}/activity-2025-12.jsonl.gz", f"org-{b.organisation.id}",
+        f"org-{a.organisation.id}",
+        f"org-{a.organisation.id}/activity-2025-11.jsonl.gz",
+        f"org-{a.organisation.id}/activity-2025-12.jsonl.gz",
+        f"org-{b.organisation.id}",
         f"org-{b.organisation.id}/activity-2025-11.jsonl.gz",
         f"org-{b.organisation.id}/activity-2025-12.jsonl.gz",
-    ]  # fmt: skip
+    ]
     archived = [line for path in tmp_path.rglob("*.gz") for line in _lines(path)]
     assert {line["id"] for line in archived} == ids_before
     assert len(archived) == len(ids_before) == result.written == result.deleted
     # A line is the row (money exact, times ISO UTC) with its attempts.
     for (org_id, month), row in expected.items():
-        line = next(x for x in _lines(tmp_path / f"org-{org_id}" / f"activity-{month}.jsonl.gz")
-                    if x["id"] == row.id)  # fmt: skip
+        line = next(
+            x
+            for x in _lines(tmp_path / f"org-{org_id}" / f"activity-{month}.jsonl.gz")
+            if x["id"] == row.id
+        )
         assert Decimal(line["cost_usd"]) == row.cost_usd
         assert datetime.fromisoformat(line["created_at"].replace("Z", "+00:00")) == row.created_at
         assert line["request_id"] == row.request_id and line["api_key_id"] == row.api_key_id
@@ -219,8 +231,11 @@ def test_no_retention_or_no_rollup_archives_nothing(tmp_path, settings):
     assert activity_archive(retention_days=1, directory=tmp_path, now=NOW).deleted == 0
     rollup_refresh(now=NOW)
     # Retention 0 (the default): keep forever; the beat task is then a no-op.
-    settings.UBERLLM = {**settings.UBERLLM, "ACTIVITY_RETENTION_DAYS": 0,
-                        "ACTIVITY_ARCHIVE_DIR": str(tmp_path)}  # fmt: skip
+    settings.UBERLLM = {
+        **settings.UBERLLM,
+        "ACTIVITY_RETENTION_DAYS": 0,
+        "ACTIVITY_ARCHIVE_DIR": str(tmp_path),
+    }
     assert activity_archive_expired().cutoff is None
     assert activity_archive_task() == 0
     assert Activity.unscoped_objects.count() == 60 and not list(tmp_path.iterdir())
@@ -232,8 +247,15 @@ def test_the_command_dry_run_lists_and_the_run_archives(ledger, tmp_path):
     a, _, _ = ledger
     out = io.StringIO()
     # The command's clock is the real one: every seeded month before the rolled one goes.
-    call_command("archive_activity", "--retention-days", "30", "--directory", str(tmp_path),
-                 "--dry-run", stdout=out)  # fmt: skip
+    call_command(
+        "archive_activity",
+        "--retention-days",
+        "30",
+        "--directory",
+        str(tmp_path),
+        "--dry-run",
+        stdout=out,
+    )
     text = out.getvalue()
     assert "keeping rows from 2026-03-01 on" in text
     assert f"org {a.organisation.id} 2025-11:" in text and "would archive" in text
@@ -242,8 +264,16 @@ def test_the_command_dry_run_lists_and_the_run_archives(ledger, tmp_path):
         created_at__gte=datetime(2026, 3, 1, tzinfo=UTC)
     ).count()
     out = io.StringIO()
-    call_command("archive_activity", "--retention-days", "30", "--directory", str(tmp_path),
-                 "--batch", "100", stdout=out)  # fmt: skip
+    call_command(
+        "archive_activity",
+        "--retention-days",
+        "30",
+        "--directory",
+        str(tmp_path),
+        "--batch",
+        "100",
+        stdout=out,
+    )
     assert "archived" in out.getvalue() and "1 pending rows before the cutoff kept" in (
         out.getvalue()
     )

@@ -28,16 +28,29 @@ JAN = datetime(2025, 1, 10, 12, 0, tzinfo=UTC)
 
 def _row(tenant, request_id: str, *, api_key=None, **fields) -> Activity:
     values = {
-        "model_slug": "m/x", "provider_slug": "alpha", "status": "success", "http_status": 200,
-        "created_at": JAN, "prompt_tokens": 100, "cached_tokens": 10, "completion_tokens": 20,
-        "cost_usd": D("0.001"), "ttft_ms": 300, "total_ms": 900, "attempt_count": 1,
-        "routing_reason": "cheapest fast-enough", "prompt_bucket": "<8k", "stream": True,
-    }  # fmt: skip
+        "model_slug": "m/x",
+        "provider_slug": "alpha",
+        "status": "success",
+        "http_status": 200,
+        "created_at": JAN,
+        "prompt_tokens": 100,
+        "cached_tokens": 10,
+        "completion_tokens": 20,
+        "cost_usd": D("0.001"),
+        "ttft_ms": 300,
+        "total_ms": 900,
+        "attempt_count": 1,
+        "routing_reason": "cheapest fast-enough",
+        "prompt_bucket": "<8k",
+        "stream": True,
+    }
     values.update(fields)
     return Activity.objects.create(
-        request_id=request_id, organisation=tenant.organisation,
-        api_key=api_key or tenant.api_key, **values,
-    )  # fmt: skip
+        request_id=request_id,
+        organisation=tenant.organisation,
+        api_key=api_key or tenant.api_key,
+        **values,
+    )
 
 
 def _login(user) -> Client:
@@ -56,15 +69,40 @@ def orgs():
     a, b = make_tenant("OrgA"), make_tenant("OrgB")
     a.second_key, _ = api_key_create(organisation=a.organisation, name="ci")
     _row(a, "gen-a1", created_at=JAN, cost_usd=D("0.0010"), prompt_tokens=100)
-    _row(a, "gen-a2", created_at=JAN + timedelta(days=1), model_slug="m/y",
-         provider_slug="bravo", cost_usd=D("0.0020"), prompt_tokens=200, cached_tokens=50,
-         completion_tokens=40)  # fmt: skip
-    _row(a, "gen-a3", created_at=JAN + timedelta(days=2), api_key=a.second_key,
-         cost_usd=D("0.0040"), prompt_tokens=400, completion_tokens=80)  # fmt: skip
-    _row(a, "gen-a4", created_at=JAN + timedelta(days=3), status="error", http_status=502,
-         provider_slug="charlie", cost_usd=D(0), completion_tokens=0, attempt_count=4)  # fmt: skip
-    _row(b, "gen-b1", created_at=JAN, cost_usd=D("9.0"), model_slug="m/secret",
-         provider_slug="zulu")  # fmt: skip
+    _row(
+        a,
+        "gen-a2",
+        created_at=JAN + timedelta(days=1),
+        model_slug="m/y",
+        provider_slug="bravo",
+        cost_usd=D("0.0020"),
+        prompt_tokens=200,
+        cached_tokens=50,
+        completion_tokens=40,
+    )
+    _row(
+        a,
+        "gen-a3",
+        created_at=JAN + timedelta(days=2),
+        api_key=a.second_key,
+        cost_usd=D("0.0040"),
+        prompt_tokens=400,
+        completion_tokens=80,
+    )
+    _row(
+        a,
+        "gen-a4",
+        created_at=JAN + timedelta(days=3),
+        status="error",
+        http_status=502,
+        provider_slug="charlie",
+        cost_usd=D(0),
+        completion_tokens=0,
+        attempt_count=4,
+    )
+    _row(
+        b, "gen-b1", created_at=JAN, cost_usd=D("9.0"), model_slug="m/secret", provider_slug="zulu"
+    )
     return a, b
 
 
@@ -151,8 +189,10 @@ def test_csv_export_content_and_scope(orgs):
     assert first["model"] == "m/x" and first["provider"] == "alpha"
     assert first["api_key"] == "OrgA key" and first["status"] == "success"
     assert (first["input_tokens"], first["cached_tokens"], first["output_tokens"]) == (
-        "100", "10", "20",
-    )  # fmt: skip
+        "100",
+        "10",
+        "20",
+    )
     assert D(first["cost_usd"]) == D("0.001")
     assert (first["ttft_ms"], first["total_ms"], first["attempts"]) == ("300", "900", "1")
     assert first["routing_reason"] == "cheapest fast-enough"
@@ -215,8 +255,18 @@ def test_pagination_keeps_filters(orgs):
 def test_activity_page_shows_the_columns(orgs):
     a, _ = orgs
     html = _login(a.user).get("/", {"request_id": "gen-a4"}).content.decode()
-    for header in ("Model", "Provider", "Input", "Output", "Cost", "Saved vs list", "TTFT",
-                   "Status", "Routing", "Key"):  # fmt: skip
+    for header in (
+        "Model",
+        "Provider",
+        "Input",
+        "Output",
+        "Cost",
+        "Saved vs list",
+        "TTFT",
+        "Status",
+        "Routing",
+        "Key",
+    ):
         assert f">{header}</th>" in html
     # Secondary columns are there, hidden until "All columns" is ticked.
     for header in ("Cached", "Total", "Attempts", "Hedged"):
@@ -230,10 +280,17 @@ def test_activity_detail_shows_routing_and_attempts(orgs):
 
     a, _ = orgs
     activity = Activity.unscoped_objects.get(request_id="gen-a4")
-    Attempt.objects.create(activity=activity, attempt_no=1, provider_slug="alpha",
-                           outcome="http_error", http_status=502, reason="cheapest")  # fmt: skip
-    Attempt.objects.create(activity=activity, attempt_no=2, provider_slug="bravo",
-                           outcome="timeout", reason="retry")  # fmt: skip
+    Attempt.objects.create(
+        activity=activity,
+        attempt_no=1,
+        provider_slug="alpha",
+        outcome="http_error",
+        http_status=502,
+        reason="cheapest",
+    )
+    Attempt.objects.create(
+        activity=activity, attempt_no=2, provider_slug="bravo", outcome="timeout", reason="retry"
+    )
     html = _login(a.user).get("/activity/gen-a4/").content.decode()
     assert "cheapest fast-enough" in html and "http_error" in html and "timeout" in html
     assert "<th>Hedged</th><td>no</td>" in html
@@ -244,8 +301,9 @@ def test_hedged_calls_are_marked(orgs):
 
     a, _ = orgs
     hedged = _row(a, "gen-hedged", hedged=True, prompt_bucket=">128k")
-    Attempt.objects.create(activity=hedged, attempt_no=1, provider_slug="alpha",
-                           outcome="cancelled", hedge_leg=True)  # fmt: skip
+    Attempt.objects.create(
+        activity=hedged, attempt_no=1, provider_slug="alpha", outcome="cancelled", hedge_leg=True
+    )
     client = _login(a.user)
     row = client.get("/", {"request_id": "gen-hedged"}).content.decode()
     assert '<td data-label="Hedged" class="extra">yes</td>' in row
@@ -361,13 +419,20 @@ def test_usage_ttft_medians_per_bucket_and_provider(orgs):
     assert set(rows) == {"alpha", "bravo"}
     # Every call that measured a TTFT counts (streamed or not, whatever its outcome):
     # alpha <8k is [1, 1, 100, 200, 300]; nearest-rank p50 = 100, p90 = 300.
-    assert rows["alpha"] == [{"median_ms": 100, "p90_ms": 300, "calls": 5}, None,
-                             {"median_ms": 1000, "p90_ms": 3000, "calls": 2}, None]  # fmt: skip
+    assert rows["alpha"] == [
+        {"median_ms": 100, "p90_ms": 300, "calls": 5},
+        None,
+        {"median_ms": 1000, "p90_ms": 3000, "calls": 2},
+        None,
+    ]
     assert rows["bravo"] == [{"median_ms": 500, "p90_ms": 500, "calls": 1}, None, None, None]
     chart = response.context["chart"]
     assert chart["buckets"] == ["<8k", "8k-32k", "32k-128k", ">128k"]
-    assert {"provider": "alpha", "medians": [100, None, 1000, None],
-            "p90s": [300, None, 3000, None]} in chart["ttft"]  # fmt: skip
+    assert {
+        "provider": "alpha",
+        "medians": [100, None, 1000, None],
+        "p90s": [300, None, 3000, None],
+    } in chart["ttft"]
 
 
 def test_usage_defaults_to_the_last_30_days():
@@ -486,8 +551,12 @@ def test_member_cannot_manage_members():
     owner = Membership.unscoped_objects.get(user=a.user)
     client = _login(plain)
     assert client.get("/members/").status_code == 200
-    assert client.post("/members/", {"username": "x", "password": "pw-123456789",
-                                     "role": "owner"}).status_code == 403  # fmt: skip
+    assert (
+        client.post(
+            "/members/", {"username": "x", "password": "pw-123456789", "role": "owner"}
+        ).status_code
+        == 403
+    )
     assert client.post(f"/members/{owner.id}/remove/").status_code == 403
     mine = Membership.unscoped_objects.get(user=plain)
     assert client.post(f"/members/{mine.id}/role/", {"role": "owner"}).status_code == 403
@@ -502,8 +571,9 @@ def test_admin_shows_every_organisations_spend(orgs):
     a, b = orgs
     now = datetime.now(UTC)
     _row(b, "gen-b-now", created_at=now, cost_usd=D("1.5"))
-    staff = get_user_model().objects.create_user("staff", password="pw-123456789",
-                                                 is_staff=True, is_superuser=True)  # fmt: skip
+    staff = get_user_model().objects.create_user(
+        "staff", password="pw-123456789", is_staff=True, is_superuser=True
+    )
     client = _login(staff)
     changelist = client.get("/admin/billing/organisation/")
     assert changelist.status_code == 200

@@ -22,11 +22,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _stream_until_killed(api_url: str, key: str, chunks: list[str]) -> None:
-    body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}],
-            "stream": True}  # fmt: skip
+    body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True}
     try:
-        with httpx.stream("POST", f"{api_url}/chat/completions", json=body, timeout=30,
-                          headers={"Authorization": f"Bearer {key}"}) as response:  # fmt: skip
+        with httpx.stream(
+            "POST",
+            f"{api_url}/chat/completions",
+            json=body,
+            timeout=30,
+            headers={"Authorization": f"Bearer {key}"},
+        ) as response:
             for line in response.iter_lines():
                 if line.startswith("data: {"):
                     chunks.append(line)
@@ -49,8 +53,9 @@ def test_a_killed_streams_delivered_tokens_are_billed(market, tenant, emulator):
         emulator.control(slug, output_tokens_per_s=6.0, default_output_tokens=60)
     gateway = SubprocessGateway(env={"UBERLLM_LEDGER_HEARTBEAT_S": "0.2"}).start()
     chunks: list[str] = []
-    thread = threading.Thread(target=_stream_until_killed, args=(gateway.api_url, tenant.key,
-                                                                 chunks))  # fmt: skip
+    thread = threading.Thread(
+        target=_stream_until_killed, args=(gateway.api_url, tenant.key, chunks)
+    )
     try:
         thread.start()
         # Checkpointed while alive: the row names the serving endpoint and its tokens.
@@ -72,8 +77,11 @@ def test_a_killed_streams_delivered_tokens_are_billed(market, tenant, emulator):
     assert row.status == "error" and row.usage_estimated and "billed" in row.error_message
     assert row.completion_tokens >= 3
     prices = {name: Decimal(value) for name, value in row.prices.items()}
-    expected = call_cost(prices=prices, prompt_tokens=row.prompt_tokens,
-                         cached_tokens=row.cached_tokens,
-                         completion_tokens=row.completion_tokens)  # fmt: skip
+    expected = call_cost(
+        prices=prices,
+        prompt_tokens=row.prompt_tokens,
+        cached_tokens=row.cached_tokens,
+        completion_tokens=row.completion_tokens,
+    )
     assert row.cost_usd == expected > 0
     assert activity_reconcile(older_than_s=0.8) == 0  # once

@@ -47,19 +47,28 @@ def test_no_plaintext_key_in_database():
 
 
 def test_cost_matches_hand_computed_values():
-    prices = {"input": Decimal("0.14"), "cache_read": Decimal("0.0028"),
-              "cache_write": Decimal(0), "output": Decimal("0.50")}  # fmt: skip
+    prices = {
+        "input": Decimal("0.14"),
+        "cache_read": Decimal("0.0028"),
+        "cache_write": Decimal(0),
+        "output": Decimal("0.50"),
+    }
     # 100,000 prompt tokens of which 90,000 cached, 1,000 output:
     # 10,000 x 0.14 + 90,000 x 0.0028 + 1,000 x 0.50 = 1400 + 252 + 500 = 2152 per 1M
-    cost = call_cost(prices=prices, prompt_tokens=100_000, cached_tokens=90_000,
-                     completion_tokens=1_000)  # fmt: skip
+    cost = call_cost(
+        prices=prices, prompt_tokens=100_000, cached_tokens=90_000, completion_tokens=1_000
+    )
     assert cost == Decimal("0.002152")
     assert isinstance(cost, Decimal)
 
 
 def test_cost_of_one_token_is_exact():
-    prices = {"input": Decimal("0.07"), "cache_read": Decimal("0.0013"),
-              "cache_write": Decimal(0), "output": Decimal("0.28")}  # fmt: skip
+    prices = {
+        "input": Decimal("0.07"),
+        "cache_read": Decimal("0.0013"),
+        "cache_write": Decimal(0),
+        "output": Decimal("0.28"),
+    }
     assert call_cost(prices=prices, prompt_tokens=1, cached_tokens=0, completion_tokens=0) == (
         Decimal("0.00000007")
     )
@@ -69,6 +78,10 @@ def test_cost_of_one_token_is_exact():
 
 
 def test_cached_never_exceeds_prompt():
-    prices = {"input": Decimal(1), "cache_read": Decimal(0), "cache_write": Decimal(0),
-              "output": Decimal(0)}  # fmt: skip
+    prices = {
+        "input": Decimal(1),
+        "cache_read": Decimal(0),
+        "cache_write": Decimal(0),
+        "output": Decimal(0),
+    }
     assert call_cost(prices=prices, prompt_tokens=10, cached_tokens=50, completion_tokens=0) == 0

@@ -24,21 +24,39 @@ PER_MILLION = Decimal(1_000_000)
 
 def _result(request_id: str) -> CallResult:
     return CallResult(
-        request_id=request_id, status="success", http_status=200, provider_slug="alpha",
-        prompt_tokens=100, cached_tokens=10, completion_tokens=5, cost_usd=Decimal("0.00123"),
-        attempts=[AttemptResult(1, None, "bravo", "r", "http_error", 500),
-                  AttemptResult(2, None, "alpha", "r", "success")],
-    )  # fmt: skip
+        request_id=request_id,
+        status="success",
+        http_status=200,
+        provider_slug="alpha",
+        prompt_tokens=100,
+        cached_tokens=10,
+        completion_tokens=5,
+        cost_usd=Decimal("0.00123"),
+        attempts=[
+            AttemptResult(1, None, "bravo", "r", "http_error", 500),
+            AttemptResult(2, None, "alpha", "r", "success"),
+        ],
+    )
 
 
 @pytest.mark.django_db
 def test_finaliser_replayed_three_times_changes_nothing(tenant):
-    activity_open(request_id="gen-replay", organisation_id=tenant.organisation.id,
-                  api_key_id=tenant.api_key.id, model_slug="m", stream=True,
-                  created_at=timezone.now())  # fmt: skip
-    activity_open(request_id="gen-replay", organisation_id=tenant.organisation.id,
-                  api_key_id=tenant.api_key.id, model_slug="m", stream=True,
-                  created_at=timezone.now())  # fmt: skip
+    activity_open(
+        request_id="gen-replay",
+        organisation_id=tenant.organisation.id,
+        api_key_id=tenant.api_key.id,
+        model_slug="m",
+        stream=True,
+        created_at=timezone.now(),
+    )
+    activity_open(
+        request_id="gen-replay",
+        organisation_id=tenant.organisation.id,
+        api_key_id=tenant.api_key.id,
+        model_slug="m",
+        stream=True,
+        created_at=timezone.now(),
+    )
     assert activity_finish(_result("gen-replay")) is True
     later = _result("gen-replay")
     later.cost_usd = Decimal(99)  # a replay with other numbers must not rewrite history
@@ -53,9 +71,14 @@ def test_finaliser_replayed_three_times_changes_nothing(tenant):
 def test_reconciler_closes_stale_pending_rows_once(tenant):
     old = timezone.now() - timedelta(hours=3)
     for request_id, created_at in (("gen-old", old), ("gen-new", timezone.now())):
-        activity_open(request_id=request_id, organisation_id=tenant.organisation.id,
-                      api_key_id=tenant.api_key.id, model_slug="m", stream=True,
-                      created_at=created_at)  # fmt: skip
+        activity_open(
+            request_id=request_id,
+            organisation_id=tenant.organisation.id,
+            api_key_id=tenant.api_key.id,
+            model_slug="m",
+            stream=True,
+            created_at=created_at,
+        )
     assert activity_reconcile_task() == 1
     assert activity_reconcile_task() == 0
     stale = Activity.unscoped_objects.get(request_id="gen-old")
@@ -72,11 +95,19 @@ def test_random_requests_respect_max_price_and_totals_agree(gateway, tenant, emu
     caps, accepted = {}, 0
     for index in range(40):
         cap = {"prompt": rng.choice([0.15, 0.25, 1.0]), "completion": rng.choice([0.5, 0.7, 2])}
-        body = {"model": TEST_MODEL, "stream": rng.random() < 0.5, "max_tokens": 6,
-                "messages": [{"role": "user", "content": f"q{index} {'x' * rng.randint(1, 4000)}"}],
-                "provider": {"max_price": cap}}  # fmt: skip
-        response = httpx.post(f"{gateway.api_url}/chat/completions", json=body, timeout=20,
-                              headers={"Authorization": f"Bearer {tenant.key}"})  # fmt: skip
+        body = {
+            "model": TEST_MODEL,
+            "stream": rng.random() < 0.5,
+            "max_tokens": 6,
+            "messages": [{"role": "user", "content": f"q{index} {'x' * rng.randint(1, 4000)}"}],
+            "provider": {"max_price": cap},
+        }
+        response = httpx.post(
+            f"{gateway.api_url}/chat/completions",
+            json=body,
+            timeout=20,
+            headers={"Authorization": f"Bearer {tenant.key}"},
+        )
         assert response.status_code in (200, 404, 502), response.text
         accepted += response.status_code != 404  # 404: no endpoint under the cap, no row
         if response.status_code == 200:
@@ -93,7 +124,7 @@ def test_random_requests_respect_max_price_and_totals_agree(gateway, tenant, emu
                 Decimal(str(cap["prompt"])) * row.prompt_tokens
                 + Decimal(str(cap["completion"])) * row.completion_tokens
             ) / PER_MILLION
-            assert row.cost_usd <= ceiling  # fmt: skip
+            assert row.cost_usd <= ceiling
     total = sum((r.cost_usd for r in rows), Decimal(0))
     api = httpx.get(
         f"{gateway.api_url}/activity", headers={"Authorization": f"Bearer {tenant.key}"}
@@ -114,8 +145,12 @@ def test_load_with_disconnects_and_faults_leaves_exactly_one_row_each(gateway, t
     total, concurrency = 200, 100
 
     async def one(client: httpx.AsyncClient, index: int, rng: random.Random) -> str | None:
-        body = {"model": TEST_MODEL, "stream": True, "max_tokens": 20,
-                "messages": [{"role": "user", "content": f"load {index}"}]}  # fmt: skip
+        body = {
+            "model": TEST_MODEL,
+            "stream": True,
+            "max_tokens": 20,
+            "messages": [{"role": "user", "content": f"load {index}"}],
+        }
         cut_after = rng.choice([None, None, 1, 3])  # a third of clients leave mid-stream
         try:
             async with client.stream("POST", "/chat/completions", json=body) as response:
@@ -156,8 +191,10 @@ def test_load_with_disconnects_and_faults_leaves_exactly_one_row_each(gateway, t
     served_ids = [i for i in ids if i and i != "transport-error"]
     lost = [i for i in served_ids if i not in by_id]
     doubled = [i for i, group in by_id.items() if len(group) > 1]
-    print(f"load: {total} requests, {len(rows)} rows, lost {len(lost)}, doubled "
-          f"{len(doubled)}, client transport errors {transport_errors}")  # fmt: skip
+    print(
+        f"load: {total} requests, {len(rows)} rows, lost {len(lost)}, doubled "
+        f"{len(doubled)}, client transport errors {transport_errors}"
+    )
     assert total - transport_errors <= len(rows) <= total and not lost and not doubled
     assert len(served_ids) == total - transport_errors and transport_errors <= total // 20
     assert {r.status for r in rows} <= {"success", "error", "cancelled"}
@@ -184,9 +221,14 @@ def test_no_plaintext_key_in_logs(gateway, tenant, emulator, caplog):
 def test_last_used_is_written_at_most_once_a_minute(tenant):
     start = timezone.now()
     for seconds, request_id in ((0, "gen-a"), (30, "gen-b"), (61, "gen-c")):
-        activity_open(request_id=request_id, organisation_id=tenant.organisation.id,
-                      api_key_id=tenant.api_key.id, model_slug="m", stream=True,
-                      created_at=start + timedelta(seconds=seconds))  # fmt: skip
+        activity_open(
+            request_id=request_id,
+            organisation_id=tenant.organisation.id,
+            api_key_id=tenant.api_key.id,
+            model_slug="m",
+            stream=True,
+            created_at=start + timedelta(seconds=seconds),
+        )
         tenant.api_key.refresh_from_db()
         expected = start + timedelta(seconds=0 if seconds < 61 else 61)
         assert tenant.api_key.last_used_at == expected
@@ -207,8 +249,9 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
     batched = [f"gen-batch-{n}" for n in range(1, 7)]
     later = [f"gen-later-{n}" for n in range(1, 7)]
     for request_id in ("gen-orm", *batched, *later):
-        rows[request_id] = OpenRow(request_id, tenant.organisation.id, tenant.api_key.id,
-                                   TEST_MODEL, True, now)  # fmt: skip
+        rows[request_id] = OpenRow(
+            request_id, tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True, now
+        )
     results = {rid: _result(rid) for rid in rows}
     for result in results.values():
         result.prices = {"input": "0.27", "output": "1.1"}
@@ -259,13 +302,27 @@ def test_the_lean_select_reads_what_the_orm_reads(tenant, market):
     now = timezone.now()
     ids = ["gen-sel-1", "gen-sel-2", "gen-sel-3"]
     for offset, request_id in enumerate(ids):
-        row = OpenRow(request_id, tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True,
-                      now + timedelta(seconds=offset))  # fmt: skip
+        row = OpenRow(
+            request_id,
+            tenant.organisation.id,
+            tenant.api_key.id,
+            TEST_MODEL,
+            True,
+            now + timedelta(seconds=offset),
+        )
         result = _result(request_id)
         result.prices = {"input": "0.27", "output": "1.1"}
         ledger_write([(row, None), (row, result)])
-    names = ("request_id", "status", "model_slug", "prices", "cost_usd", "created_at",
-             "reference_prices", "list_cost_usd")  # fmt: skip
+    names = (
+        "request_id",
+        "status",
+        "model_slug",
+        "prices",
+        "cost_usd",
+        "created_at",
+        "reference_prices",
+        "list_cost_usd",
+    )
     with transaction.atomic():
         asked = [*ids, "gen-none", "gen-nope"]  # five: padded with NULLs to eight
         lean = select_rows(Activity, "request_id", asked, names, for_update=True)
@@ -291,8 +348,17 @@ def test_finishing_a_batch_of_streams_is_the_same_statements_for_any_size(tenant
 
     def finish_statements(size: int) -> list[tuple[str, bool]]:
         now = timezone.now()
-        rows = [OpenRow(f"gen-size-{size}-{n}", tenant.organisation.id, tenant.api_key.id,
-                        TEST_MODEL, True, now) for n in range(size)]  # fmt: skip
+        rows = [
+            OpenRow(
+                f"gen-size-{size}-{n}",
+                tenant.organisation.id,
+                tenant.api_key.id,
+                TEST_MODEL,
+                True,
+                now,
+            )
+            for n in range(size)
+        ]
         ledger_write([(row, None) for row in rows])
         seen: list[tuple[str, bool]] = []
 
@@ -339,13 +405,34 @@ def test_the_writer_prepares_a_few_statements_whatever_its_batch_sizes(tenant, m
     sizes = range(1, 41)
     with connection.execute_wrapper(record):
         for size in sizes:
-            rows = [OpenRow(f"gen-few-{size}-{n}", tenant.organisation.id, tenant.api_key.id,
-                            TEST_MODEL, True, now) for n in range(size)]  # fmt: skip
+            rows = [
+                OpenRow(
+                    f"gen-few-{size}-{n}",
+                    tenant.organisation.id,
+                    tenant.api_key.id,
+                    TEST_MODEL,
+                    True,
+                    now,
+                )
+                for n in range(size)
+            ]
             ledger_write([(row, None) for row in rows])
             ledger_write([(row, Checkpoint(row.request_id, now)) for row in rows])
-            ledger_write([(row, Checkpoint(row.request_id, now, endpoint_id=market["alpha"].id,
-                                           provider_slug="alpha", completion_tokens=3))
-                          for row in rows])  # fmt: skip
+            ledger_write(
+                [
+                    (
+                        row,
+                        Checkpoint(
+                            row.request_id,
+                            now,
+                            endpoint_id=market["alpha"].id,
+                            provider_slug="alpha",
+                            completion_tokens=3,
+                        ),
+                    )
+                    for row in rows
+                ]
+            )
             ledger_write([(row, _result(row.request_id)) for row in rows])
     done = Activity.unscoped_objects.filter(request_id__startswith="gen-few-")
     assert done.filter(status="success", completion_tokens=5).count() == sum(sizes)
@@ -367,13 +454,16 @@ def _orphan_batch(tenant, market):
     gone_endpoint = market["bravo"]
     now = timezone.now()
     rows = {
-        "gen-org-gone": OpenRow("gen-org-gone", doomed.organisation.id, doomed.api_key.id,
-                                TEST_MODEL, True, now),
-        "gen-key-gone": OpenRow("gen-key-gone", tenant.organisation.id, other_key.id,
-                                TEST_MODEL, True, now),
-        "gen-fine": OpenRow("gen-fine", tenant.organisation.id, tenant.api_key.id,
-                            TEST_MODEL, True, now),
-    }  # fmt: skip
+        "gen-org-gone": OpenRow(
+            "gen-org-gone", doomed.organisation.id, doomed.api_key.id, TEST_MODEL, True, now
+        ),
+        "gen-key-gone": OpenRow(
+            "gen-key-gone", tenant.organisation.id, other_key.id, TEST_MODEL, True, now
+        ),
+        "gen-fine": OpenRow(
+            "gen-fine", tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True, now
+        ),
+    }
     results = {rid: _result(rid) for rid in rows}
     for result in results.values():
         result.endpoint_id = gone_endpoint.id
@@ -417,8 +507,9 @@ def test_the_ledger_writer_is_not_stuck_behind_an_orphaned_row(tenant, market):
     from billing.ledger import OpenRow
     from billing.ledger_writer import ledger_writer
 
-    later = OpenRow("gen-after", tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True,
-                    timezone.now())  # fmt: skip
+    later = OpenRow(
+        "gen-after", tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True, timezone.now()
+    )
 
     async def write_all() -> None:
         for item in _orphan_batch_items:
@@ -474,16 +565,31 @@ def test_a_heartbeat_of_many_streams_is_the_same_statements_for_any_number(tenan
 
     def beat(count: int) -> list[str]:
         now = timezone.now()
-        rows = [OpenRow(f"gen-beat-{count}-{n}", tenant.organisation.id, tenant.api_key.id,
-                        TEST_MODEL, True, now) for n in range(count)]  # fmt: skip
+        rows = [
+            OpenRow(
+                f"gen-beat-{count}-{n}",
+                tenant.organisation.id,
+                tenant.api_key.id,
+                TEST_MODEL,
+                True,
+                now,
+            )
+            for n in range(count)
+        ]
         ledger_write([(row, None) for row in rows])
         ledger_write([(rows[0], _result(rows[0].request_id))])  # finished before the beat
 
         def checkpoint(n: int, tokens: int) -> Checkpoint:
-            return Checkpoint(rows[n].request_id, now + timedelta(seconds=tokens),
-                              endpoint_id=endpoint.id, provider_slug="alpha",
-                              prompt_tokens=100 + n, completion_tokens=tokens,
-                              cost_usd=Decimal(n) / 1000, prices={"output": str(n)})  # fmt: skip
+            return Checkpoint(
+                rows[n].request_id,
+                now + timedelta(seconds=tokens),
+                endpoint_id=endpoint.id,
+                provider_slug="alpha",
+                prompt_tokens=100 + n,
+                completion_tokens=tokens,
+                cost_usd=Decimal(n) / 1000,
+                prices={"output": str(n)},
+            )
 
         beats = [checkpoint(n, 7) for n in range(count)] + [checkpoint(count - 1, 9)]
         seen: list[str] = []

@@ -33,12 +33,20 @@ def test_a_key_is_created_with_its_limits():
     Model.objects.create(slug="test/model-b", name="Test model B")
     a = make_tenant("Create")
     expires = (timezone.now() + timedelta(days=30)).astimezone(UTC).replace(microsecond=0)
-    response = _login(a.user).post("/keys/", {
-        "name": "ci", "monthly_limit_usd": "20", "daily_limit_usd": "2.50",
-        "expires_at": expires.strftime("%Y-%m-%dT%H:%M"),
-        "allowed_models": "test/model-a, test/model-b", "rate_limit_rpm": "60",
-        "rate_limit_tpm": "100000", "max_concurrent": "4",
-    }, follow=True)  # fmt: skip
+    response = _login(a.user).post(
+        "/keys/",
+        {
+            "name": "ci",
+            "monthly_limit_usd": "20",
+            "daily_limit_usd": "2.50",
+            "expires_at": expires.strftime("%Y-%m-%dT%H:%M"),
+            "allowed_models": "test/model-a, test/model-b",
+            "rate_limit_rpm": "60",
+            "rate_limit_tpm": "100000",
+            "max_concurrent": "4",
+        },
+        follow=True,
+    )
     assert response.status_code == 200 and response.context["new_key"]
     key = ApiKey.unscoped_objects.get(organisation=a.organisation, name="ci")
     assert (key.monthly_limit_usd, key.daily_limit_usd) == (Decimal("20"), Decimal("2.50"))
@@ -59,10 +67,16 @@ def test_a_key_without_limits_has_none():
     assert key.rate_limit_rpm is key.rate_limit_tpm is key.max_concurrent is None
 
 
-@pytest.mark.parametrize("field,value", [
-    ("monthly_limit_usd", "-1"), ("rate_limit_rpm", "0"), ("max_concurrent", "x"),
-    ("expires_at", "2001-01-01T00:00"), ("allowed_models", "not a slug"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("monthly_limit_usd", "-1"),
+        ("rate_limit_rpm", "0"),
+        ("max_concurrent", "x"),
+        ("expires_at", "2001-01-01T00:00"),
+        ("allowed_models", "not a slug"),
+    ],
+)
 def test_bad_limits_are_refused_with_400(field, value):
     a = make_tenant("Bad")
     response = _login(a.user).post("/keys/", {"name": "k", field: value})
@@ -73,10 +87,14 @@ def test_bad_limits_are_refused_with_400(field, value):
 def test_owners_set_the_organisations_limits_members_cannot(settings, monkeypatch):
     monkeypatch.setitem(settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS", True)
     a = make_tenant("Org")
-    response = _login(a.user).post("/keys/organisation-limits/", {
-        "monthly_limit_usd": "100", "daily_limit_usd": "", "alert_webhook_url":
-        "http://127.0.0.1:9/hook",
-    })  # fmt: skip
+    response = _login(a.user).post(
+        "/keys/organisation-limits/",
+        {
+            "monthly_limit_usd": "100",
+            "daily_limit_usd": "",
+            "alert_webhook_url": "http://127.0.0.1:9/hook",
+        },
+    )
     assert response.status_code == 302
     org = Organisation.objects.get(id=a.organisation.id)
     assert (org.monthly_limit_usd, org.daily_limit_usd) == (Decimal("100"), None)
@@ -90,17 +108,23 @@ def test_owners_set_the_organisations_limits_members_cannot(settings, monkeypatc
 def test_a_webhook_to_an_internal_address_is_refused(settings, monkeypatch):
     monkeypatch.setitem(settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS", False)
     a = make_tenant("Hook")
-    response = _login(a.user).post("/keys/organisation-limits/", {
-        "alert_webhook_url": "http://169.254.169.254/latest/"})  # fmt: skip
+    response = _login(a.user).post(
+        "/keys/organisation-limits/", {"alert_webhook_url": "http://169.254.169.254/latest/"}
+    )
     assert response.status_code == 400
     assert Organisation.objects.get(id=a.organisation.id).alert_webhook_url == ""
 
 
 def test_alerts_of_this_month_are_shown_once_each(django_capture_on_commit_callbacks):
     a = make_tenant("Alerts")
-    common = dict(organisation_id=a.organisation.id, api_key_id=a.api_key.id,
-                  scope=f"key:{a.api_key.id}", period="month", period_start=month_start(),
-                  limit_usd=Decimal("10"))  # fmt: skip
+    common = dict(
+        organisation_id=a.organisation.id,
+        api_key_id=a.api_key.id,
+        scope=f"key:{a.api_key.id}",
+        period="month",
+        period_start=month_start(),
+        limit_usd=Decimal("10"),
+    )
     with django_capture_on_commit_callbacks(execute=False) as queued:
         assert spend_alert_raise(**common, threshold=80, spent_usd=Decimal("8.1")) is not None
         assert spend_alert_raise(**common, threshold=80, spent_usd=Decimal("8.5")) is None

@@ -43,14 +43,20 @@ class Clock:
 
 def _budget(name: str, limit_nano: int) -> Budget:
     prefix = settings.UBERLLM["SHARED_KEY_PREFIX"]
-    return Budget(key=f"{prefix}:spend:{name}", scope="key:1", period="month",
-                  period_start=datetime(2026, 11, 1, tzinfo=UTC), limit_nano=limit_nano,
-                  expire_at=int(time.time()) + 3600)  # fmt: skip
+    return Budget(
+        key=f"{prefix}:spend:{name}",
+        scope="key:1",
+        period="month",
+        period_start=datetime(2026, 11, 1, tzinfo=UTC),
+        limit_nano=limit_nano,
+        expire_at=int(time.time()) + 3600,
+    )
 
 
 def _ticket(rid: str, budgets, amount: int, rates=None, tokens: int = 0) -> Ticket:
-    return Ticket(request_id=rid, budgets=tuple(budgets), reserved_nano=amount, rates=rates,
-                  tokens=tokens)  # fmt: skip
+    return Ticket(
+        request_id=rid, budgets=tuple(budgets), reserved_nano=amount, rates=rates, tokens=tokens
+    )
 
 
 def stores():
@@ -127,8 +133,9 @@ def test_concurrent_admissions_share_one_budget(kind):
 
     async def burst():
         await store.admit(_ticket("seed", [budget], 0), {0: 0})
-        return await asyncio.gather(*(store.admit(_ticket(f"r{i}", [budget], 300), {})
-                                      for i in range(200)))  # fmt: skip
+        return await asyncio.gather(
+            *(store.admit(_ticket(f"r{i}", [budget], 300), {}) for i in range(200))
+        )
 
     results = run(burst)()
     assert sum(r is None for r in results) == 10_000 // 300
@@ -138,9 +145,15 @@ def test_concurrent_admissions_share_one_budget(kind):
 def test_rate_windows_and_in_flight_slots(kind):
     store = _store(kind)
     prefix = settings.UBERLLM["SHARED_KEY_PREFIX"]
-    rates = RateLimits(rpm=2, tpm=100, concurrent=1, rpm_key=f"{prefix}:rpm",
-                       tpm_key=f"{prefix}:tpm", concurrent_key=f"{prefix}:inflight",
-                       window_reset_s=30.2)  # fmt: skip
+    rates = RateLimits(
+        rpm=2,
+        tpm=100,
+        concurrent=1,
+        rpm_key=f"{prefix}:rpm",
+        tpm_key=f"{prefix}:tpm",
+        concurrent_key=f"{prefix}:inflight",
+        window_reset_s=30.2,
+    )
     assert run(store.admit)(_ticket("a", [], 0, rates, tokens=60), {}) is None
     refused = run(store.admit)(_ticket("b", [], 0, rates, tokens=10), {})
     assert (refused.kind, refused.retry_after_s) == ("concurrency", 1)
@@ -157,10 +170,14 @@ def test_rate_windows_and_in_flight_slots(kind):
 
 def _spend(tenant, request_id: str, cost: str, *, api_key=None, created_at=None) -> None:
     Activity.objects.create(
-        request_id=request_id, organisation=tenant.organisation,
-        api_key=api_key or tenant.api_key, model_slug="m/x", status="success",
-        cost_usd=Decimal(cost), created_at=created_at or timezone.now(),
-    )  # fmt: skip
+        request_id=request_id,
+        organisation=tenant.organisation,
+        api_key=api_key or tenant.api_key,
+        model_slug="m/x",
+        status="success",
+        cost_usd=Decimal(cost),
+        created_at=created_at or timezone.now(),
+    )
 
 
 def _principal(api_key: ApiKey, **fields) -> KeyPrincipal:
@@ -213,8 +230,12 @@ def test_daily_and_organisation_budgets_apply_too():
 def test_worst_case_is_priced_at_the_dearest_endpoint():
     class Route:
         def __init__(self, i, c, w, o):
-            self.prices = {"input": Decimal(i), "cache_read": Decimal(c),
-                           "cache_write": Decimal(w), "output": Decimal(o)}  # fmt: skip
+            self.prices = {
+                "input": Decimal(i),
+                "cache_read": Decimal(c),
+                "cache_write": Decimal(w),
+                "output": Decimal(o),
+            }
 
     routes = [Route("1", "0.1", "0", "2"), Route("0.5", "0.1", "3", "1")]
     # 1,000 prompt + 100 output: 1.0x1000+2x100 = 1,200 vs 3x1000+1x100 = 3,100 per 1M.

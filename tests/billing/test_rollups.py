@@ -55,19 +55,31 @@ def ledger():
     a, b = make_tenant("RollA"), make_tenant("RollB")
     seed_activity(organisation=a.organisation, rows=1500, months=4, keys=3, batch=700, now=NOW)
     seed_activity(organisation=b.organisation, rows=400, months=4, keys=2, batch=400, now=NOW)
-    base = {"model_slug": "m/edge", "status": "error", "prompt_bucket": "", "ttft_ms": None,
-            "organisation": a.organisation}  # fmt: skip
+    base = {
+        "model_slug": "m/edge",
+        "status": "error",
+        "prompt_bucket": "",
+        "ttft_ms": None,
+        "organisation": a.organisation,
+    }
     Activity.objects.create(request_id="edge-1", created_at=NOW - timedelta(days=40), **base)
     Activity.objects.create(
-        request_id="edge-2", created_at=NOW - timedelta(days=3), provider_slug="alpha",
-        api_key=a.api_key, **{**base, "status": "pending", "ttft_ms": 87},
-    )  # fmt: skip
+        request_id="edge-2",
+        created_at=NOW - timedelta(days=3),
+        provider_slug="alpha",
+        api_key=a.api_key,
+        **{**base, "status": "pending", "ttft_ms": 87},
+    )
     for i in range(3):
         Activity.objects.create(
-            request_id=f"today-{i}", created_at=NOW - timedelta(minutes=10 * i),
-            provider_slug="bravo", api_key=a.api_key, cost_usd=D("0.5"), prompt_tokens=9,
+            request_id=f"today-{i}",
+            created_at=NOW - timedelta(minutes=10 * i),
+            provider_slug="bravo",
+            api_key=a.api_key,
+            cost_usd=D("0.5"),
+            prompt_tokens=9,
             **{**base, "status": "success", "prompt_bucket": "<8k", "ttft_ms": 1234 + i},
-        )  # fmt: skip
+        )
     return a, b
 
 
@@ -100,8 +112,11 @@ def _expected_ttft(queryset) -> dict:
     out = {}
     for key, vs in values.items():
         vs.sort()
-        out[key] = {"median_ms": vs[math.ceil(0.5 * len(vs)) - 1],
-                    "p90_ms": vs[math.ceil(0.9 * len(vs)) - 1], "calls": len(vs)}  # fmt: skip
+        out[key] = {
+            "median_ms": vs[math.ceil(0.5 * len(vs)) - 1],
+            "p90_ms": vs[math.ceil(0.9 * len(vs)) - 1],
+            "calls": len(vs),
+        }
     return out
 
 
@@ -133,9 +148,11 @@ def _assert_reads_match_rows(a, b) -> None:
         for name in ("calls", "cost", "prompt", "cached", "completion", "estimated"):
             assert _n(got[name]) == _n(expected[name]), (filters, name)
         assert _n(got["savings"]) == _n(expected["savings"]), filters
-        for by, old in (("model_slug", selectors.usage_per_model),
-                        ("provider_slug", selectors.usage_per_provider),
-                        ("api_key", selectors.usage_per_key)):  # fmt: skip
+        for by, old in (
+            ("model_slug", selectors.usage_per_model),
+            ("provider_slug", selectors.usage_per_provider),
+            ("api_key", selectors.usage_per_key),
+        ):
             fields = ("calls", "cost", "prompt", "cached", "completion", "savings")
             label = "api_key_id" if by == "api_key" else by
             want = {r[label]: _n(tuple(r[f] for f in fields)) for r in old(raw)}
@@ -247,8 +264,9 @@ def test_reads_from_rollups_match_the_rows(ledger):
 def test_a_monthly_row_is_what_is_read_for_a_whole_month(ledger):
     a, _ = ledger
     rollup_refresh(now=NOW)
-    january = ActivityFilters(date_from=NOW.date().replace(month=1, day=1),
-                              date_to=NOW.date().replace(month=1, day=31))  # fmt: skip
+    january = ActivityFilters(
+        date_from=NOW.date().replace(month=1, day=1), date_to=NOW.date().replace(month=1, day=31)
+    )
     org = a.organisation.id
     before = selectors.usage_totals(organisation_id=org, filters=january)
     UsageDaily.unscoped_objects.filter(organisation_id=org, monthly=False, day__month=1).update(
@@ -352,8 +370,9 @@ def test_a_rollup_is_what_is_read(ledger):
     # A day of the month still open (whole months are read from their monthly rows, the
     # open month up to the last rolled day from its month-to-date rows): read for a range
     # that ends the day before.
-    open_days = ActivityFilters(date_from=through.replace(day=1),
-                                date_to=through - timedelta(days=1))  # fmt: skip
+    open_days = ActivityFilters(
+        date_from=through.replace(day=1), date_to=through - timedelta(days=1)
+    )
     before_open = selectors.usage_totals(organisation_id=org, filters=open_days)
     row = UsageDaily.unscoped_objects.filter(
         organisation=a.organisation,
@@ -392,8 +411,16 @@ def test_day_totals_are_the_daily_rows_summed_and_are_read(ledger):
         .count()
     )
     # What migration 0012 builds from the daily rows is what rollup_day built.
-    fields = ("organisation_id", "day", "calls", "cost_usd", "prompt_tokens", "estimated",
-              "cost_with_list_usd", "cheapest_cost_usd")  # fmt: skip
+    fields = (
+        "organisation_id",
+        "day",
+        "calls",
+        "cost_usd",
+        "prompt_tokens",
+        "estimated",
+        "cost_with_list_usd",
+        "cheapest_cost_usd",
+    )
     rebuilt = sorted(
         (_n(tuple(getattr(r, f) for f in fields)) for r in day_totals(UsageDaily, UsageDayTotal)),
         key=repr,
@@ -437,10 +464,13 @@ def test_refresh_rolls_only_new_final_days(ledger):
     a, _ = ledger
     pending_day = next_day + timedelta(days=1)
     Activity.objects.create(
-        request_id="gen-still-running", organisation=a.organisation, api_key=a.api_key,
-        model_slug="m", created_at=datetime.combine(pending_day, datetime.min.time(), tzinfo=UTC),
+        request_id="gen-still-running",
+        organisation=a.organisation,
+        api_key=a.api_key,
+        model_slug="m",
+        created_at=datetime.combine(pending_day, datetime.min.time(), tzinfo=UTC),
         heartbeat_at=NOW - timedelta(seconds=10),
-    )  # fmt: skip
+    )
     assert rollup_refresh(now=NOW) == []
     Activity.unscoped_objects.filter(request_id="gen-still-running").update(status="error")
     assert len(rollup_refresh(now=NOW, max_days=3)) == 3
@@ -460,8 +490,10 @@ def test_pages_show_the_rolled_figures(ledger):
     assert "deepseek/v4" in dict(response.context["form"].fields["model"].choices)
     usage = client.get("/usage/", {"date_from": "2026-01-01", "date_to": "2026-03-15"})
     assert usage.status_code == 200
-    raw = _raw(a.organisation.id, ActivityFilters(date_from=NOW.date().replace(month=1, day=1),
-                                                  date_to=NOW.date()))  # fmt: skip
+    raw = _raw(
+        a.organisation.id,
+        ActivityFilters(date_from=NOW.date().replace(month=1, day=1), date_to=NOW.date()),
+    )
     assert _n(usage.context["totals"]["cost"]) == _n(selectors.activity_totals(raw)["cost"])
 
 
@@ -493,6 +525,11 @@ def test_seed_and_timings_commands(ledger):
     out = io.StringIO()
     call_command("activity_timings", organisation=a.organisation.slug, runs=1, stdout=out)
     text = out.getvalue()
-    for name in ("activity: first page (50)", "usage: 30 days", "api /v1/activity: cursor page 2",
-                 "admin spend page", "csv export"):  # fmt: skip
+    for name in (
+        "activity: first page (50)",
+        "usage: 30 days",
+        "api /v1/activity: cursor page 2",
+        "admin spend page",
+        "csv export",
+    ):
         assert name in text

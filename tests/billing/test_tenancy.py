@@ -15,9 +15,13 @@ pytestmark = pytest.mark.django_db
 
 def _activity(tenant, request_id: str) -> Activity:
     return Activity.objects.create(
-        request_id=request_id, organisation=tenant.organisation, api_key=tenant.api_key,
-        model_slug="m/x", status="success", created_at=timezone.now(),
-    )  # fmt: skip
+        request_id=request_id,
+        organisation=tenant.organisation,
+        api_key=tenant.api_key,
+        model_slug="m/x",
+        status="success",
+        created_at=timezone.now(),
+    )
 
 
 @pytest.fixture

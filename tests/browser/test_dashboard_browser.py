@@ -29,9 +29,15 @@ from ..support import TEST_MODEL, wait_finished_rows
 
 CHROMIUM = os.environ.get("UBERLLM_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 PASSWORD = "pw-123456789"  # tests.support.make_tenant's default
 
@@ -101,9 +107,11 @@ def test_dashboard_in_a_browser(playwright_api, gateway, client, tenant):
     base = gateway.base_url
     username = tenant.user.username
     stream = client.chat.completions.create(
-        model=TEST_MODEL, messages=[{"role": "user", "content": "Hello from the browser test"}],
-        stream=True, stream_options={"include_usage": True},
-    )  # fmt: skip
+        model=TEST_MODEL,
+        messages=[{"role": "user", "content": "Hello from the browser test"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     streamed_id = next(iter(stream)).id
     for _ in stream:
         pass
@@ -113,26 +121,43 @@ def test_dashboard_in_a_browser(playwright_api, gateway, client, tenant):
     provider = reply.model_extra["provider"]
     wait_finished_rows(2)
     record_rejected_request(
-        organisation_id=tenant.organisation.id, api_key_id=tenant.api_key.id, status=400,
-        code="invalid_request_error", message="messages: must be a non-empty list",
-        model_slug=TEST_MODEL, created_at=timezone.now(),
-    )  # fmt: skip
+        organisation_id=tenant.organisation.id,
+        api_key_id=tenant.api_key.id,
+        status=400,
+        code="invalid_request_error",
+        message="messages: must be a non-empty list",
+        model_slug=TEST_MODEL,
+        created_at=timezone.now(),
+    )
     streamed = Activity.unscoped_objects.get(request_id=streamed_id)
-    ttft_provider = streamed.provider_slug if streamed.ttft_ms is not None and (
-        streamed.prompt_bucket
-    ) else None  # fmt: skip
+    ttft_provider = (
+        streamed.provider_slug
+        if streamed.ttft_ms is not None and (streamed.prompt_bucket)
+        else None
+    )
     exact = decimal_str(Activity.unscoped_objects.get(request_id=reply.id).cost_usd)
     with browser_page(playwright_api) as (page, problems):
-        _walk_through(page, base, username, gateway, client, streamed_id, reply.id, provider,
-                      ttft_provider, exact)  # fmt: skip
+        _walk_through(
+            page,
+            base,
+            username,
+            gateway,
+            client,
+            streamed_id,
+            reply.id,
+            provider,
+            ttft_provider,
+            exact,
+        )
     assert problems == []
     with browser_page(playwright_api, width=390, height=844) as (page, problems):
         _narrow(page, base, username, reply.id)
     assert problems == []
 
 
-def _walk_through(page, base, username, gateway, client, streamed_id, reply_id, provider,
-                  ttft_provider, exact):  # fmt: skip
+def _walk_through(
+    page, base, username, gateway, client, streamed_id, reply_id, provider, ttft_provider, exact
+):
     import openai
 
     _log_in(page, base, username)
@@ -327,17 +352,26 @@ def test_operator_admin_in_a_browser(playwright_api, gateway, client, market):
 
     for i in range(3):
         stream = client.chat.completions.create(
-            model=TEST_MODEL, messages=[{"role": "user", "content": f"health {i}"}],
-            stream=True, stream_options={"include_usage": True},
-        )  # fmt: skip
+            model=TEST_MODEL,
+            messages=[{"role": "user", "content": f"health {i}"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
         for _ in stream:
             pass
     wait_finished_rows(3)
     alpha = market["alpha"]
-    ProbeResult.objects.create(cycle=1, endpoint=alpha, prompt_tokens=1000, status="ok",
-                               ttft_ms=140, cost_usd=Decimal("0.0001003"))  # fmt: skip
-    get_user_model().objects.create_user("operator", password=PASSWORD, is_staff=True,
-                                         is_superuser=True)  # fmt: skip
+    ProbeResult.objects.create(
+        cycle=1,
+        endpoint=alpha,
+        prompt_tokens=1000,
+        status="ok",
+        ttft_ms=140,
+        cost_usd=Decimal("0.0001003"),
+    )
+    get_user_model().objects.create_user(
+        "operator", password=PASSWORD, is_staff=True, is_superuser=True
+    )
     base = gateway.base_url
     with browser_page(playwright_api) as (page, problems):
         page.goto(f"{base}/admin/login/")

@@ -21,9 +21,14 @@ CACHED = speed_bucket(BUCKET, True)
 
 @pytest.mark.parametrize(
     ("cached", "prompt", "expected"),
-    [(0, 100_000, False), (49_999, 100_000, False), (50_000, 100_000, True),
-     (90_000, 100_000, True), (0, 0, False)],
-)  # fmt: skip
+    [
+        (0, 100_000, False),
+        (49_999, 100_000, False),
+        (50_000, 100_000, True),
+        (90_000, 100_000, True),
+        (0, 0, False),
+    ],
+)
 def test_mostly_cached_is_half_the_prompt_or_more(cached, prompt, expected):
     assert mostly_cached(cached, prompt) is expected
 
@@ -67,11 +72,16 @@ HOARD = endpoint(1, "hoard", price_input=0.10, cache_read=0.002)
 RELAY = endpoint(2, "relay", price_input=0.03, cache_read=0.10)
 BLAZE = endpoint(3, "blaze", price_input=0.30, cache_read=0.03)
 MARKET = [HOARD, RELAY, BLAZE]
-SPEEDS = _summary({
-    (1, BUCKET): (4.0, 20), (1, CACHED): (1.2, 20),
-    (2, BUCKET): (3.2, 20), (2, CACHED): (1.4, 20),
-    (3, BUCKET): (1.7, 20), (3, CACHED): (0.85, 20),
-})  # fmt: skip
+SPEEDS = _summary(
+    {
+        (1, BUCKET): (4.0, 20),
+        (1, CACHED): (1.2, 20),
+        (2, BUCKET): (3.2, 20),
+        (2, CACHED): (1.4, 20),
+        (3, BUCKET): (1.7, 20),
+        (3, CACHED): (0.85, 20),
+    }
+)
 
 
 def _turn(cached: dict[int, int], followups: float = 0.0) -> RequestFeatures:
@@ -106,9 +116,11 @@ def test_without_follow_ups_the_move_is_not_made():
 
 @settings(database=None, max_examples=200)
 @given(
-    uncached=st.floats(0.2, 30.0), cached_ttft=st.floats(0.1, 30.0),
-    n_cached=st.integers(0, 10), share=st.floats(0.0, 1.0),
-)  # fmt: skip
+    uncached=st.floats(0.2, 30.0),
+    cached_ttft=st.floats(0.1, 30.0),
+    n_cached=st.integers(0, 10),
+    share=st.floats(0.0, 1.0),
+)
 def test_the_estimate_is_one_of_the_windows_and_never_above_the_uncached_one_when_cached(
     uncached, cached_ttft, n_cached, share
 ):
@@ -137,9 +149,11 @@ def test_an_endpoint_that_never_served_cached_turns_is_not_judged_as_if_uncached
     are estimated at its uncached typical x the model's cached/uncached ratio."""
     rows = {
         (1, BUCKET): (3.0, 20),
-        (2, BUCKET): (3.2, 20), (2, CACHED): (1.4, 20),
-        (3, BUCKET): (1.7, 20), (3, CACHED): (0.85, 20),
-    }  # fmt: skip
+        (2, BUCKET): (3.2, 20),
+        (2, CACHED): (1.4, 20),
+        (3, BUCKET): (1.7, 20),
+        (3, CACHED): (0.85, 20),
+    }
     # ratio: median(1.4 / 3.2, 0.85 / 1.7) = 0.47; hoard (3 + 2 x 3 x 0.47) / 3 = 1.94 s,
     # within 2x of blaze's (1.7 + 2 x 0.85) / 3 = 1.13 s; and cheapest with its follow-ups
     route = plan(MARKET, _summary(rows), request=_turn({}, followups=2))
@@ -160,20 +174,26 @@ def test_a_turn_cached_where_the_cached_window_is_thin_is_explored_there():
     rows = {
         # hoard: 2 cached samples (thin), and judged by its uncached 8 s x the model's
         # cache ratio (0.47): 3.75 s, not within 2x of relay's 1.4 s for this turn
-        (1, BUCKET): (8.0, 20), (1, CACHED): (3.0, 2),
-        (2, BUCKET): (3.2, 20), (2, CACHED): (1.4, 20),
-        (3, BUCKET): (1.7, 20), (3, CACHED): (0.85, 20),
-    }  # fmt: skip
+        (1, BUCKET): (8.0, 20),
+        (1, CACHED): (3.0, 2),
+        (2, BUCKET): (3.2, 20),
+        (2, CACHED): (1.4, 20),
+        (3, BUCKET): (1.7, 20),
+        (3, CACHED): (0.85, 20),
+    }
     turn = _turn({1: 92_000, 2: 80_000})  # the last turn was explored at hoard
     for seed in range(20):
-        route = plan(MARKET, _summary(rows), request=turn, rng=random.Random(seed),
-                     exploration_rate=0.05)  # fmt: skip
+        route = plan(
+            MARKET, _summary(rows), request=turn, rng=random.Random(seed), exploration_rate=0.05
+        )
         assert ids(route)[0] == 1 and reasons(route)[0] == "exploration"
     assert ids(plan(MARKET, _summary(rows), request=turn))[0] == 2  # exploration off
     # with its cached samples, hoard is explored like any other (5 % of draws, none here)
     rows[(1, CACHED)] = (3.0, 3)
-    thick = [plan(MARKET, _summary(rows), request=turn, rng=random.Random(seed),
-                  exploration_rate=0.05) for seed in range(20)]  # fmt: skip
+    thick = [
+        plan(MARKET, _summary(rows), request=turn, rng=random.Random(seed), exploration_rate=0.05)
+        for seed in range(20)
+    ]
     assert all(reasons(route)[0] != "exploration" for route in thick)
 
 
@@ -182,8 +202,17 @@ def test_a_one_off_prompt_cached_where_the_cached_window_is_thin_is_explored_the
     again), at a cold start where no endpoint has both windows yet (no cache ratio):
     hoard is then judged by its uncached window, whose 20 samples do not make it thin,
     but its cached window is, and this request is the one that can fill it."""
-    rows = {(1, BUCKET): (8.0, 20), (1, CACHED): (3.0, 2), (2, BUCKET): (3.2, 20),
-            (3, BUCKET): (1.7, 20)}  # fmt: skip
-    route = plan(MARKET, _summary(rows), request=_turn({1: 92_000}), rng=random.Random(0),
-                 exploration_rate=0.05)  # fmt: skip
+    rows = {
+        (1, BUCKET): (8.0, 20),
+        (1, CACHED): (3.0, 2),
+        (2, BUCKET): (3.2, 20),
+        (3, BUCKET): (1.7, 20),
+    }
+    route = plan(
+        MARKET,
+        _summary(rows),
+        request=_turn({1: 92_000}),
+        rng=random.Random(0),
+        exploration_rate=0.05,
+    )
     assert ids(route)[0] == 1 and reasons(route)[0] == "exploration"

@@ -74,8 +74,14 @@ def test_unusable_endpoint_is_skipped_and_comes_back_after_fifteen_minutes():
 
 def test_window_doubles_with_consecutive_refusals_up_to_fifteen_minutes():
     assert [unusable_window(n, 30.0, 900.0) for n in (1, 2, 3, 4, 5, 6, 9)] == [
-        30.0, 60.0, 120.0, 240.0, 480.0, 900.0, 900.0,
-    ]  # fmt: skip
+        30.0,
+        60.0,
+        120.0,
+        240.0,
+        480.0,
+        900.0,
+        900.0,
+    ]
     clock = FakeClock(0.0)
     marks = UnusableMarks(clock)
     assert marks.mark(3) == 30.0

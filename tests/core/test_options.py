@@ -88,10 +88,14 @@ def test_require_parameters_is_parsed():
 
 def test_openrouter_preferences_are_parsed_and_the_rest_reported_ignored():
     provider = {
-        "data_collection": "deny", "zdr": True, "quantizations": ["fp8"],
-        "preferred_max_latency": 2, "preferred_min_throughput": {"p50": 50, "p90": None},
-        "enforce_distillable_text": False, "max_price": {"prompt": 1, "request": 0.01},
-    }  # fmt: skip
+        "data_collection": "deny",
+        "zdr": True,
+        "quantizations": ["fp8"],
+        "preferred_max_latency": 2,
+        "preferred_min_throughput": {"p50": 50, "p90": None},
+        "enforce_distillable_text": False,
+        "max_price": {"prompt": 1, "request": 0.01},
+    }
     options = RoutingOptions.from_request(provider)
     assert options.ignored_keys == ("enforce_distillable_text", "quantizations")
     assert options.deny_data_collection and options.zdr

@@ -88,11 +88,20 @@ def test_conversation_leaves_a_reseller_whose_cache_reads_are_dear():
 
     def first(followups: float) -> str:
         request = RequestFeatures(
-            prompt_tokens=100_000, expected_output_tokens=100, cached_tokens={1: 95_000},
+            prompt_tokens=100_000,
+            expected_output_tokens=100,
+            cached_tokens={1: 95_000},
             expected_followup_turns=followups,
-        )  # fmt: skip
-        chosen = plan_route(model, [reseller, honest], request, RoutingOptions(),
-                            SpeedSummary(), frozenset(), random.Random(0)).first  # fmt: skip
+        )
+        chosen = plan_route(
+            model,
+            [reseller, honest],
+            request,
+            RoutingOptions(),
+            SpeedSummary(),
+            frozenset(),
+            random.Random(0),
+        ).first
         assert chosen.expected_cost_usd == request_cost(
             chosen.endpoint, 100_000, 95_000 if chosen.endpoint.endpoint_id == 1 else 0, 100
         )  # the reported cost is this request's own

@@ -230,13 +230,15 @@ def test_a_turn_cached_at_the_first_choice_is_explored_only_where_it_is_cached_t
     endpoints, speeds = _exploration_setup()
     warm = features(prompt=5_000, cached={1: 4_800})
     for seed in range(50):
-        route_plan = plan(endpoints, speeds, request=warm, rng=random.Random(seed),
-                          exploration_rate=1.0)  # fmt: skip
+        route_plan = plan(
+            endpoints, speeds, request=warm, rng=random.Random(seed), exploration_rate=1.0
+        )
         assert route_plan.first.endpoint.endpoint_id == 1
         assert route_plan.first.reason != EXPLORATION
     also_warm_at_4 = features(prompt=5_000, cached={1: 4_800, 4: 4_800})
-    route_plan = plan(endpoints, speeds, request=also_warm_at_4, rng=random.Random(1),
-                      exploration_rate=1.0)  # fmt: skip
+    route_plan = plan(
+        endpoints, speeds, request=also_warm_at_4, rng=random.Random(1), exploration_rate=1.0
+    )
     assert (route_plan.first.endpoint.endpoint_id, route_plan.first.reason) == (4, EXPLORATION)
     cold = features(prompt=5_000)
     route_plan = plan(endpoints, speeds, request=cold, rng=random.Random(1), exploration_rate=1.0)

@@ -31,27 +31,52 @@ def login(user) -> Client:
     return client
 
 
-def finished_call(tenant, request_id: str, *, endpoint, prompt: int, cached: int = 0,
-                  completion: int, created_at=JAN, ttft_ms: int = 120,
-                  prompt_bucket: str = "<8k", **extra) -> Activity:  # fmt: skip
+def finished_call(
+    tenant,
+    request_id: str,
+    *,
+    endpoint,
+    prompt: int,
+    cached: int = 0,
+    completion: int,
+    created_at=JAN,
+    ttft_ms: int = 120,
+    prompt_bucket: str = "<8k",
+    **extra,
+) -> Activity:
     """A call through the real ledger (open, then finish at the endpoint's prices)."""
     from billing.pricing import call_cost
 
     prices = {n: getattr(endpoint, f"price_{n}") for n in ("input", "cache_read", "output")}
-    activity_open(request_id=request_id, organisation_id=tenant.organisation.id,
-                  api_key_id=tenant.api_key.id, model_slug=endpoint.model.slug, stream=True,
-                  created_at=created_at)  # fmt: skip
-    cost = call_cost(prices=prices, prompt_tokens=prompt, cached_tokens=cached,
-                     completion_tokens=completion)  # fmt: skip
+    activity_open(
+        request_id=request_id,
+        organisation_id=tenant.organisation.id,
+        api_key_id=tenant.api_key.id,
+        model_slug=endpoint.model.slug,
+        stream=True,
+        created_at=created_at,
+    )
+    cost = call_cost(
+        prices=prices, prompt_tokens=prompt, cached_tokens=cached, completion_tokens=completion
+    )
     result = CallResult(
-        request_id=request_id, status="success", http_status=200, endpoint_id=endpoint.id,
-        provider_slug=endpoint.provider.slug, prompt_tokens=prompt, cached_tokens=cached,
-        completion_tokens=completion, cost_usd=cost,
-        prices={k: str(v) for k, v in prices.items()}, ttft_ms=ttft_ms, total_ms=400,
-        routing_strategy="smart", routing_reason="cheapest fast-enough",
+        request_id=request_id,
+        status="success",
+        http_status=200,
+        endpoint_id=endpoint.id,
+        provider_slug=endpoint.provider.slug,
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+        completion_tokens=completion,
+        cost_usd=cost,
+        prices={k: str(v) for k, v in prices.items()},
+        ttft_ms=ttft_ms,
+        total_ms=400,
+        routing_strategy="smart",
+        routing_reason="cheapest fast-enough",
         prompt_bucket=prompt_bucket,
         **extra,
-    )  # fmt: skip
+    )
     assert activity_finish(result)
     return Activity.unscoped_objects.get(request_id=request_id)
 

@@ -34,8 +34,12 @@ def test_import_records_initial_prices_and_admin_edit_records_who(operator):
     market = install_test_catalog()
     alpha = market["alpha"]
     initial = PriceChange.objects.filter(endpoint=alpha)
-    assert {c.field for c in initial} == {"price_input", "price_cache_read",
-                                          "price_cache_write", "price_output"}  # fmt: skip
+    assert {c.field for c in initial} == {
+        "price_input",
+        "price_cache_read",
+        "price_cache_write",
+        "price_output",
+    }
     assert all(c.old_price is None and c.changed_by == "" for c in initial)
     client = login(operator)
     form = client.get(f"/admin/providers/endpoint/{alpha.id}/change/")
@@ -43,22 +47,33 @@ def test_import_records_initial_prices_and_admin_edit_records_who(operator):
     assert "input ($/1M)" in html and "USD / 1M tokens" in html
     assert 'type="checkbox" name="supported_parameters" value="tools"' in html
     data = {
-        "provider": alpha.provider_id, "model": alpha.model_id, "base_url": alpha.base_url,
+        "provider": alpha.provider_id,
+        "model": alpha.model_id,
+        "base_url": alpha.base_url,
         "protocol": alpha.protocol,
-        "upstream_model": "", "credential_env": alpha.credential_env,
-        "context_length": alpha.context_length, "max_output_tokens": "",
-        "supported_parameters": ["tools", "temperature"], "price_input": "0.125",
-        "price_cache_read": "0.01", "price_cache_write": "0", "price_output": "0.4",
-        "cache_ttl_s": 300, "enabled": "on",
-    }  # fmt: skip
+        "upstream_model": "",
+        "credential_env": alpha.credential_env,
+        "context_length": alpha.context_length,
+        "max_output_tokens": "",
+        "supported_parameters": ["tools", "temperature"],
+        "price_input": "0.125",
+        "price_cache_read": "0.01",
+        "price_cache_write": "0",
+        "price_output": "0.4",
+        "cache_ttl_s": 300,
+        "enabled": "on",
+    }
     response = client.post(f"/admin/providers/endpoint/{alpha.id}/change/", data)
     assert response.status_code == 302, response.content.decode()[:2000]
     alpha.refresh_from_db()
     assert alpha.price_input == D("0.125")
     assert sorted(alpha.supported_parameters) == ["temperature", "tools"]
     change = PriceChange.objects.filter(endpoint=alpha, changed_by="op").get()
-    assert (change.field, change.old_price, change.new_price) == ("price_input", D("0.1"),
-                                                                  D("0.125"))  # fmt: skip
+    assert (change.field, change.old_price, change.new_price) == (
+        "price_input",
+        D("0.1"),
+        D("0.125"),
+    )
     history = client.get(f"/admin/providers/endpoint/{alpha.id}/change/").content.decode()
     assert "Price history" in history and "<td>$0.1</td><td>$0.125</td><td>op</td>" in history
 
@@ -93,15 +108,26 @@ def test_endpoint_health_page(operator):
         SpeedSample.objects.create(endpoint=alpha, bucket="<8k", ttft_ms=ms)
     SpeedSample.objects.create(endpoint=alpha, bucket="32k-128k", ttft_ms=2000, is_probe=True)
     tenant = make_tenant("Health")
-    activity = Activity.objects.create(request_id="gen-h", organisation=tenant.organisation,
-                                       model_slug="m", created_at=timezone.now())  # fmt: skip
+    activity = Activity.objects.create(
+        request_id="gen-h",
+        organisation=tenant.organisation,
+        model_slug="m",
+        created_at=timezone.now(),
+    )
     outcomes = [("success", 200), ("http_error", 429), ("cut", None), ("success", 200)]
     for i, (outcome, status) in enumerate(outcomes, start=1):
-        Attempt.objects.create(activity=activity, attempt_no=i, endpoint=alpha,
-                               provider_slug="alpha", outcome=outcome, http_status=status,
-                               error_message="rate limited" if status == 429 else "")  # fmt: skip
-    ProbeResult.objects.create(cycle=1, endpoint=alpha, prompt_tokens=1000, status="ok",
-                               ttft_ms=150, cost_usd=D("0.0001"))  # fmt: skip
+        Attempt.objects.create(
+            activity=activity,
+            attempt_no=i,
+            endpoint=alpha,
+            provider_slug="alpha",
+            outcome=outcome,
+            http_status=status,
+            error_message="rate limited" if status == 429 else "",
+        )
+    ProbeResult.objects.create(
+        cycle=1, endpoint=alpha, prompt_tokens=1000, status="ok", ttft_ms=150, cost_usd=D("0.0001")
+    )
     response = login(operator).get(f"/admin/providers/endpoint/{alpha.id}/health/")
     assert response.status_code == 200
     health = response.context["health"]
@@ -110,8 +136,12 @@ def test_endpoint_health_page(operator):
     big = next(r for r in health["speed"] if r["bucket"] == "32k-128k")
     assert (big["samples"], big["probes"]) == (1, 1)
     rates = health["rates"]
-    assert (rates["total"], rates["errors_rate"], rates["rate_limited_rate"],
-            rates["cut_rate"]) == (4, 0.25, 0.25, 0.25)  # fmt: skip
+    assert (
+        rates["total"],
+        rates["errors_rate"],
+        rates["rate_limited_rate"],
+        rates["cut_rate"],
+    ) == (4, 0.25, 0.25, 0.25)
     assert health["mark"].until is None and "http_error 429: rate limited" in health["mark"].why
     html = response.content.decode()
     assert 'id="rate-429">1 (25.0%)' in html and "$0.0001" in html
@@ -129,24 +159,28 @@ def test_endpoint_health_page(operator):
 def test_probe_spend_per_day(operator):
     market = install_test_catalog()
     for i, cost in enumerate(("0.0001", "0.0002")):
-        ProbeResult.objects.create(cycle=i, endpoint=market["alpha"], prompt_tokens=1000,
-                                   status="ok", cost_usd=D(cost))  # fmt: skip
-    old = ProbeResult.objects.create(cycle=9, endpoint=market["bravo"], prompt_tokens=1000,
-                                     status="ok", cost_usd=D("0.5"))  # fmt: skip
+        ProbeResult.objects.create(
+            cycle=i, endpoint=market["alpha"], prompt_tokens=1000, status="ok", cost_usd=D(cost)
+        )
+    old = ProbeResult.objects.create(
+        cycle=9, endpoint=market["bravo"], prompt_tokens=1000, status="ok", cost_usd=D("0.5")
+    )
     ProbeResult.objects.filter(id=old.id).update(created_at=timezone.now() - timedelta(days=2))
     response = login(operator).get("/admin/routing/proberesult/spend/")
     rows = response.context["rows"]
     assert [(r["model"], r["probes"], r["cost"]) for r in rows] == [
-        ("test/model-a", 2, D("0.0003")), ("test/model-a", 1, D("0.5"))
-    ]  # fmt: skip
+        ("test/model-a", 2, D("0.0003")),
+        ("test/model-a", 1, D("0.5")),
+    ]
     assert response.context["total"] == D("0.5003")
     assert response.context["today"] == D("0.0003")
 
 
 def test_probe_spend_page_shows_todays_spend_against_the_daily_budget(operator, settings):
     market = install_test_catalog()
-    ProbeResult.objects.create(cycle=1, endpoint=market["alpha"], prompt_tokens=1000,
-                               status="ok", cost_usd=D("0.75"))  # fmt: skip
+    ProbeResult.objects.create(
+        cycle=1, endpoint=market["alpha"], prompt_tokens=1000, status="ok", cost_usd=D("0.75")
+    )
     settings.UBERLLM = {**settings.UBERLLM, "PROBE_DAILY_BUDGET_USD": 0.5}
     html = login(operator).get("/admin/routing/proberesult/spend/").content.decode()
     assert 'id="probe-budget-amount"' in html and 'id="probe-budget-spent"' in html
@@ -162,8 +196,11 @@ def test_demo_seeds_a_customer_and_a_separate_operator(tmp_path, settings):
     from billing.management.commands import seed_demo as seed
 
     seed.DEMO_KEY_FILE = tmp_path / "key.txt"
-    key = seed.seed_demo(emulator_url="http://127.0.0.1:8100", password="demo-password",
-                         operator_password="operator-password")  # fmt: skip
+    key = seed.seed_demo(
+        emulator_url="http://127.0.0.1:8100",
+        password="demo-password",
+        operator_password="operator-password",
+    )
     users = get_user_model().objects
     customer, operator_user = users.get(username="demo"), users.get(username="operator")
     assert not customer.is_staff and not customer.is_superuser
@@ -173,6 +210,10 @@ def test_demo_seeds_a_customer_and_a_separate_operator(tmp_path, settings):
     assert 'id="admin-link"' not in page and "/admin/" not in page
     assert login(customer).get("/admin/").status_code == 302  # to the admin login
     assert login(operator_user).get("/admin/").status_code == 200
-    lines = seed.summary_lines(base_url="http://127.0.0.1:8123", password="demo-password",
-                               operator_password="operator-password", key=key)  # fmt: skip
+    lines = seed.summary_lines(
+        base_url="http://127.0.0.1:8123",
+        password="demo-password",
+        operator_password="operator-password",
+        key=key,
+    )
     assert "http://127.0.0.1:8123/" in lines[0] and lines[-1].endswith(key)

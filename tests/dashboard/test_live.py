@@ -40,8 +40,10 @@ def test_anonymous_and_foreign_origin_sockets_are_refused(gateway, tenant):
 
 def test_a_finished_call_reaches_its_organisations_dashboards_only(gateway, client, tenant):
     other = make_tenant("Elsewhere")
-    with _socket(gateway, _cookie(tenant.user)) as own, \
-            _socket(gateway, _cookie(other.user)) as foreign:  # fmt: skip
+    with (
+        _socket(gateway, _cookie(tenant.user)) as own,
+        _socket(gateway, _cookie(other.user)) as foreign,
+    ):
         reply = client.chat.completions.create(
             model=TEST_MODEL, messages=[{"role": "user", "content": "live?"}]
         )

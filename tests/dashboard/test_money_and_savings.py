@@ -45,8 +45,9 @@ def market_and_tenant():
 def test_savings_are_stored_at_finish_from_prices_in_force(market_and_tenant):
     market, tenant = market_and_tenant
     # Served by bravo: 10,000 input (2,000 cached) + 1,000 output tokens.
-    row = finished_call(tenant, "gen-s1", endpoint=market["bravo"], prompt=10_000,
-                        cached=2_000, completion=1_000)  # fmt: skip
+    row = finished_call(
+        tenant, "gen-s1", endpoint=market["bravo"], prompt=10_000, cached=2_000, completion=1_000
+    )
     # Paid: 8000*0.20 + 2000*0.02 + 1000*0.60 = 2240 / 1M.
     assert row.cost_usd == D("0.00224")
     # List: 8000*0.50 + 2000*0.05 + 1000*1.50 = 5600 / 1M.
@@ -60,15 +61,17 @@ def test_savings_are_stored_at_finish_from_prices_in_force(market_and_tenant):
     model.save()
     row.refresh_from_db()
     assert row.list_cost_usd == D("0.0056")
-    later = finished_call(tenant, "gen-s2", endpoint=market["bravo"], prompt=1_000_000,
-                          completion=0)  # fmt: skip
+    later = finished_call(
+        tenant, "gen-s2", endpoint=market["bravo"], prompt=1_000_000, completion=0
+    )
     assert later.list_cost_usd == D("9")  # the new price, in force at that call
 
 
 def test_savings_on_activity_detail_and_usage(market_and_tenant):
     market, tenant = market_and_tenant
-    finished_call(tenant, "gen-s1", endpoint=market["bravo"], prompt=10_000, cached=2_000,
-                  completion=1_000)  # fmt: skip
+    finished_call(
+        tenant, "gen-s1", endpoint=market["bravo"], prompt=10_000, cached=2_000, completion=1_000
+    )
     client = login(tenant.user)
     page = client.get("/")
     html = page.content.decode()
@@ -91,8 +94,9 @@ def test_footnote_only_when_something_is_estimated(market_and_tenant):
     finished_call(tenant, "gen-exact", endpoint=market["alpha"], prompt=100, completion=10)
     client = login(tenant.user)
     assert 'id="estimated-note"' not in client.get("/").content.decode()
-    finished_call(tenant, "gen-est", endpoint=market["alpha"], prompt=100, completion=10,
-                  usage_estimated=True)  # fmt: skip
+    finished_call(
+        tenant, "gen-est", endpoint=market["alpha"], prompt=100, completion=10, usage_estimated=True
+    )
     assert 'id="estimated-note"' in client.get("/").content.decode()
 
 
@@ -133,9 +137,14 @@ def test_selector_totals_ignore_rows_without_reference(market_and_tenant):
     finished_call(tenant, "gen-1", endpoint=market["alpha"], prompt=1_000, completion=0)
     from billing.models import Activity
 
-    Activity.objects.create(request_id="gen-old", organisation=tenant.organisation,
-                            model_slug="x", cost_usd=D("5"), status="success",
-                            created_at=selectors.month_start())  # fmt: skip
+    Activity.objects.create(
+        request_id="gen-old",
+        organisation=tenant.organisation,
+        model_slug="x",
+        cost_usd=D("5"),
+        status="success",
+        created_at=selectors.month_start(),
+    )
     totals = selectors.activity_totals(
         selectors.activity_list(organisation_id=tenant.organisation.id)
     )

@@ -23,9 +23,15 @@ pytestmark = pytest.mark.django_db
 
 
 def _reject(tenant, **fields) -> RejectedRequest:
-    values = {"organisation_id": tenant.organisation.id, "api_key_id": tenant.api_key.id,
-              "status": 400, "code": "invalid_request_error", "message": "messages is required",
-              "model_slug": "test/model-a", "created_at": JAN}  # fmt: skip
+    values = {
+        "organisation_id": tenant.organisation.id,
+        "api_key_id": tenant.api_key.id,
+        "status": 400,
+        "code": "invalid_request_error",
+        "message": "messages is required",
+        "model_slug": "test/model-a",
+        "created_at": JAN,
+    }
     values.update(fields)
     return record_rejected_request(**values)
 
@@ -33,17 +39,31 @@ def _reject(tenant, **fields) -> RejectedRequest:
 def test_rejected_service_and_selector_are_scoped():
     a, b = make_tenant("RejA"), make_tenant("RejB")
     _reject(a)
-    _reject(a, status=402, code="spend_limit", message="monthly limit reached",
-            created_at=JAN + timedelta(days=2))  # fmt: skip
+    _reject(
+        a,
+        status=402,
+        code="spend_limit",
+        message="monthly limit reached",
+        created_at=JAN + timedelta(days=2),
+    )
     _reject(b, message="B's secret error")
-    record_rejected_request(organisation_id=None, api_key_id=None, status=401,
-                            code="invalid_api_key", message="x", created_at=JAN)  # fmt: skip
+    record_rejected_request(
+        organisation_id=None,
+        api_key_id=None,
+        status=401,
+        code="invalid_api_key",
+        message="x",
+        created_at=JAN,
+    )
     rows = list(selectors.rejected_list(organisation_id=a.organisation.id))
-    assert [(r.http_status, r.code) for r in rows] == [(402, "spend_limit"),
-                                                      (400, "invalid_request_error")]  # fmt: skip
+    assert [(r.http_status, r.code) for r in rows] == [
+        (402, "spend_limit"),
+        (400, "invalid_request_error"),
+    ]
     assert selectors.rejected_list(organisation_id=None).count() == 0
-    form = ActivityFilterForm({"status": "rejected", "date_from": "2025-01-11"},
-                              organisation_id=a.organisation.id)  # fmt: skip
+    form = ActivityFilterForm(
+        {"status": "rejected", "date_from": "2025-01-11"}, organisation_id=a.organisation.id
+    )
     assert form.is_valid() and form.rejected
     filtered = selectors.rejected_list(organisation_id=a.organisation.id, filters=form.filters())
     assert [r.http_status for r in filtered] == [402]
@@ -60,9 +80,15 @@ def test_rejected_filter_on_activity_page_and_csv():
     assert "messages: field required" in html and "invalid_request_error" in html
     assert "RejA key" in html and "B-only error" not in html
     assert 'id="total-rejected">1<' in html
-    rows = list(csv.DictReader(io.StringIO(
-        b"".join(client.get("/activity.csv", {"status": "rejected"}).streaming_content).decode()
-    )))  # fmt: skip
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                b"".join(
+                    client.get("/activity.csv", {"status": "rejected"}).streaming_content
+                ).decode()
+            )
+        )
+    )
     assert [(r["http_status"], r["code"], r["api_key"]) for r in rows] == [
         ("400", "invalid_request_error", "RejA key")
     ]
@@ -71,17 +97,20 @@ def test_rejected_filter_on_activity_page_and_csv():
 
 
 def _api(tenant, **params):
-    return Client().get("/api/v1/activity", params,
-                        HTTP_AUTHORIZATION=f"Bearer {tenant.key}")  # fmt: skip
+    return Client().get("/api/v1/activity", params, HTTP_AUTHORIZATION=f"Bearer {tenant.key}")
 
 
 def _calls(tenant, count: int) -> None:
     for i in range(count):
         Activity.objects.create(
-            request_id=f"gen-{i:03d}", organisation=tenant.organisation, api_key=tenant.api_key,
-            model_slug="m/x", status="success", cost_usd=Decimal("0.0000201900"),
+            request_id=f"gen-{i:03d}",
+            organisation=tenant.organisation,
+            api_key=tenant.api_key,
+            model_slug="m/x",
+            status="success",
+            cost_usd=Decimal("0.0000201900"),
             created_at=JAN + timedelta(minutes=i // 2),  # pairs share a timestamp
-        )  # fmt: skip
+        )
 
 
 # The API authenticates in the gateway's thread pool: the rows must be committed.

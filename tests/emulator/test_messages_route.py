@@ -20,8 +20,10 @@ PROFILES = {
     "providers": {"claude": {"models": [MODEL], "api_key": KEY, "default_output_tokens": 6}},
 }
 HI = [{"role": "user", "content": "Hello"}]
-TOOL = {"name": "lookup", "input_schema": {"type": "object", "properties": {
-    "q": {"type": "string"}}, "required": ["q"]}}  # fmt: skip
+TOOL = {
+    "name": "lookup",
+    "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +40,9 @@ def emu(server: EmulatorServer) -> EmulatorServer:
 
 @pytest.fixture
 def sdk(emu) -> Iterator[anthropic.Anthropic]:
-    with anthropic.Anthropic(base_url=f"{emu.base_url}/claude", api_key=KEY,
-                             max_retries=0) as client:  # fmt: skip
+    with anthropic.Anthropic(
+        base_url=f"{emu.base_url}/claude", api_key=KEY, max_retries=0
+    ) as client:
         yield client
 
 
@@ -54,9 +57,13 @@ def test_text_message_and_log(sdk, emu):
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_thinking_and_tool_use(sdk, stream):
-    kwargs = {"model": MODEL, "max_tokens": 2000, "messages": [
-        {"role": "user", "content": "Please lookup the answer."}], "tools": [TOOL],
-        "thinking": {"type": "enabled", "budget_tokens": 1024}}  # fmt: skip
+    kwargs = {
+        "model": MODEL,
+        "max_tokens": 2000,
+        "messages": [{"role": "user", "content": "Please lookup the answer."}],
+        "tools": [TOOL],
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
     if stream:
         with sdk.messages.stream(**kwargs) as events:
             kinds = [e.type for e in events]
@@ -80,10 +87,12 @@ def test_cache_control_reports_writes_then_reads(sdk):
 
 @pytest.mark.parametrize(
     ("status", "error", "kind"),
-    [(529, anthropic.InternalServerError, "overloaded_error"),
-     (429, anthropic.RateLimitError, "rate_limit_error"),
-     (500, anthropic.InternalServerError, "api_error")],
-)  # fmt: skip
+    [
+        (529, anthropic.InternalServerError, "overloaded_error"),
+        (429, anthropic.RateLimitError, "rate_limit_error"),
+        (500, anthropic.InternalServerError, "api_error"),
+    ],
+)
 def test_fault_profile_answers_anthropic_errors(sdk, emu, status, error, kind):
     emu.control("claude", status_override=status)
     with pytest.raises(error) as caught:
@@ -94,9 +103,10 @@ def test_fault_profile_answers_anthropic_errors(sdk, emu, status, error, kind):
 
 def test_stream_cut_is_an_error_event(sdk, emu):
     emu.control("claude", fail_after_tokens=2)
-    with pytest.raises(anthropic.APIStatusError), sdk.messages.stream(
-        model=MODEL, max_tokens=10, messages=HI
-    ) as events:  # fmt: skip
+    with (
+        pytest.raises(anthropic.APIStatusError),
+        sdk.messages.stream(model=MODEL, max_tokens=10, messages=HI) as events,
+    ):
         for _ in events:
             pass
 
@@ -114,9 +124,17 @@ def test_anthropic_rules_enforced(emu):
     assert good.status_code == 200 and good.json()["type"] == "message"
     record = emu.log()[-1]
     assert "x-api-key" in record["headers_seen"] and "x-api-key" not in record["headers"]
-    unsigned = [*HI, {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "x", "signature": ""}, {"type": "text", "text": "y"}]},
-        {"role": "user", "content": "more"}]  # fmt: skip
+    unsigned = [
+        *HI,
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "x", "signature": ""},
+                {"type": "text", "text": "y"},
+            ],
+        },
+        {"role": "user", "content": "more"},
+    ]
     refused = httpx.post(url, json={**body, "messages": unsigned}, headers=headers)
     assert refused.status_code == 400 and "signature" in refused.json()["error"]["message"]
     bad_key = httpx.post(url, json=body, headers={**headers, "x-api-key": "nope"})

@@ -50,23 +50,33 @@ def fleet(django_db_setup, django_db_blocker, emulator_server):
     with django_db_blocker.unblock():
         url = database_url()
     env = {
-        "DATABASE_URL": url, "REDIS_URL": REDIS_URL, "UBERLLM_READ_DOT_ENV": "false",
-        "UBERLLM_SHARED_KEY_PREFIX": PREFIX, "UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true",
-        "UBERLLM_EXPLORATION_RATE": "0", "UBERLLM_PROBE_PERIOD_S": "3600",
+        "DATABASE_URL": url,
+        "REDIS_URL": REDIS_URL,
+        "UBERLLM_READ_DOT_ENV": "false",
+        "UBERLLM_SHARED_KEY_PREFIX": PREFIX,
+        "UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true",
+        "UBERLLM_EXPLORATION_RATE": "0",
+        "UBERLLM_PROBE_PERIOD_S": "3600",
         # Long caches: only the pushed events can explain a change seen within 1 s.
-        "UBERLLM_API_KEY_CACHE_TTL_S": "60", "UBERLLM_CATALOG_CACHE_TTL_S": "60",
+        "UBERLLM_API_KEY_CACHE_TTL_S": "60",
+        "UBERLLM_CATALOG_CACHE_TTL_S": "60",
         "UBERLLM_SPEED_CACHE_TTL_S": "1",
         # The whole daily hedge budget from 00:00 (not paced over the day): the budget
         # test must not depend on the time of day it runs at.
         "UBERLLM_HEDGE_BUDGET_BURST_S": "86400",
         # Live rows heartbeat often, so the reconciler (beat) can close a killed
         # instance's rows within seconds without touching the streams still running.
-        "UBERLLM_RECONCILE_AFTER_S": "3", "UBERLLM_LEDGER_HEARTBEAT_S": "0.3",
-    }  # fmt: skip
+        "UBERLLM_RECONCILE_AFTER_S": "3",
+        "UBERLLM_LEDGER_HEARTBEAT_S": "0.3",
+    }
     config = FleetConfig(
-        run_dir=settings.VAR_DIR / "fleet" / f"test-{os.getpid()}", lb_port=free_port(),
-        gateway_ports=[free_port(), free_port()], env=env, drain_timeout_s=30, nginx=NGINX,
-    )  # fmt: skip
+        run_dir=settings.VAR_DIR / "fleet" / f"test-{os.getpid()}",
+        lb_port=free_port(),
+        gateway_ports=[free_port(), free_port()],
+        env=env,
+        drain_timeout_s=30,
+        nginx=NGINX,
+    )
     started = time.monotonic()
     running = Fleet(config).start()
     FIGURES["fleet start (2 instances x 2 workers, worker, beat, nginx)"] = (
@@ -194,9 +204,13 @@ def test_the_hedge_budget_is_never_overspent_across_instances(shared, tenant, em
 
     def stream_one(_: int) -> int:
         body = {"model": TEST_MODEL, "messages": fresh(LONG), "stream": True, "max_tokens": 2}
-        with httpx.stream("POST", f"{shared.lb_url}/api/v1/chat/completions", json=body,
-                          headers={"Authorization": f"Bearer {tenant.key}"},
-                          timeout=60) as response:  # fmt: skip
+        with httpx.stream(
+            "POST",
+            f"{shared.lb_url}/api/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {tenant.key}"},
+            timeout=60,
+        ) as response:
             for _ in response.iter_lines():
                 pass
             return response.status_code
@@ -215,12 +229,16 @@ def test_the_hedge_budget_is_never_overspent_across_instances(shared, tenant, em
 
 
 def stream_lines(base_url: str, key: str, lines: list[str], started: threading.Event) -> None:
-    body = {"model": TEST_MODEL, "stream": True,
-            "messages": [{"role": "user", "content": f"{time.time_ns()} tell me"}]}  # fmt: skip
+    body = {
+        "model": TEST_MODEL,
+        "stream": True,
+        "messages": [{"role": "user", "content": f"{time.time_ns()} tell me"}],
+    }
     headers = {"Authorization": f"Bearer {key}"}
     try:
-        with httpx.stream("POST", f"{base_url}/api/v1/chat/completions", json=body,
-                          headers=headers, timeout=60) as response:  # fmt: skip
+        with httpx.stream(
+            "POST", f"{base_url}/api/v1/chat/completions", json=body, headers=headers, timeout=60
+        ) as response:
             lines.append(f"status {response.status_code}")
             lines.append(f"id {response.headers.get('X-Generation-Id', '')}")
             lines.append(f"upstream {response.headers.get('X-Upstream', '')}")
@@ -260,8 +278,9 @@ def test_killing_an_instance_mid_stream_loses_no_ledger_row(shared, tenant, emul
     slow_streams(emulator, seconds=10)
     lines: list[str] = []
     started = threading.Event()
-    thread = threading.Thread(target=stream_lines, args=(shared.gateway_url(1), tenant.key,
-                                                         lines, started))  # fmt: skip
+    thread = threading.Thread(
+        target=stream_lines, args=(shared.gateway_url(1), tenant.key, lines, started)
+    )
     thread.start()
     assert started.wait(20) and lines[0] == "status 200"
     request_id = lines[1].removeprefix("id ")

@@ -49,8 +49,9 @@ def mixed(market, emulator):
 
 @pytest.fixture
 def claude(native, gateway, tenant):
-    with anthropic.Anthropic(base_url=f"{gateway.base_url}/api", api_key=tenant.key,
-                             max_retries=0) as sdk:  # fmt: skip
+    with anthropic.Anthropic(
+        base_url=f"{gateway.base_url}/api", api_key=tenant.key, max_retries=0
+    ) as sdk:
         yield sdk
 
 
@@ -65,9 +66,11 @@ def _upstream_record(emulator) -> dict:
 
 def test_openai_sdk_streamed_through_an_anthropic_upstream(native, client):
     stream = client.chat.completions.create(
-        model=TEST_MODEL, messages=[{"role": "system", "content": "Be terse."}, *HI],
-        stream=True, stream_options={"include_usage": True},
-    )  # fmt: skip
+        model=TEST_MODEL,
+        messages=[{"role": "system", "content": "Be terse."}, *HI],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text.startswith("lorem") and len(text.split()) == 8
@@ -101,11 +104,19 @@ def test_openai_sdk_tool_turns_through_an_anthropic_upstream(native, client, str
     assert (call["name"], call["arguments"]) == ("get_weather", '{"city":"emulator"}')
     follow_up = [
         *ASK,
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": call["id"], "type": "function",
-             "function": {"name": "get_weather", "arguments": call["arguments"]}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": call["arguments"]},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": call["id"], "content": "Sunny, 21 C"},
-    ]  # fmt: skip
+    ]
     second = _chat(client, follow_up, stream, tools=[WEATHER])
     assert second["finish_reason"] == "stop" and second["content"].startswith("lorem")
     assert len(native.log("alpha")) == 2
@@ -121,17 +132,25 @@ def test_openai_sdk_reasoning_through_an_anthropic_upstream(native, client, stre
 def _chat(client, messages, stream: bool, **kwargs) -> dict:
     """content, reasoning, tool_calls [{id, name, arguments}], finish_reason."""
     if not stream:
-        choice = client.chat.completions.create(model=TEST_MODEL, messages=messages,
-                                                **kwargs).choices[0]  # fmt: skip
+        choice = client.chat.completions.create(
+            model=TEST_MODEL, messages=messages, **kwargs
+        ).choices[0]
         message = choice.message
-        calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
-                 for c in message.tool_calls or ()]  # fmt: skip
+        calls = [
+            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+            for c in message.tool_calls or ()
+        ]
         reasoning = (message.model_extra or {}).get("reasoning_content") or ""
-        return {"content": message.content or "", "reasoning": reasoning, "tool_calls": calls,
-                "finish_reason": choice.finish_reason}  # fmt: skip
+        return {
+            "content": message.content or "",
+            "reasoning": reasoning,
+            "tool_calls": calls,
+            "finish_reason": choice.finish_reason,
+        }
     out = {"content": "", "reasoning": "", "tool_calls": [], "finish_reason": None}
-    for chunk in client.chat.completions.create(model=TEST_MODEL, messages=messages,
-                                                stream=True, **kwargs):  # fmt: skip
+    for chunk in client.chat.completions.create(
+        model=TEST_MODEL, messages=messages, stream=True, **kwargs
+    ):
         if not chunk.choices:
             continue
         choice = chunk.choices[0]
@@ -140,8 +159,9 @@ def _chat(client, messages, stream: bool, **kwargs) -> dict:
         out["reasoning"] += (delta.model_extra or {}).get("reasoning_content") or ""
         for call in delta.tool_calls or ():
             if call.id:
-                out["tool_calls"].append({"id": call.id, "name": call.function.name,
-                                          "arguments": ""})  # fmt: skip
+                out["tool_calls"].append(
+                    {"id": call.id, "name": call.function.name, "arguments": ""}
+                )
             out["tool_calls"][-1]["arguments"] += call.function.arguments or ""
         out["finish_reason"] = choice.finish_reason or out["finish_reason"]
     return out
@@ -149,10 +169,19 @@ def _chat(client, messages, stream: bool, **kwargs) -> dict:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_anthropic_sdk_through_an_anthropic_upstream(claude, native, stream):
-    kwargs = {"model": TEST_MODEL, "max_tokens": 200, "messages": ASK,
-              "tools": [{"name": "get_weather", "description": "Weather",
-                         "input_schema": WEATHER["function"]["parameters"]}],
-              "thinking": {"type": "enabled", "budget_tokens": 1024}}  # fmt: skip
+    kwargs = {
+        "model": TEST_MODEL,
+        "max_tokens": 200,
+        "messages": ASK,
+        "tools": [
+            {
+                "name": "get_weather",
+                "description": "Weather",
+                "input_schema": WEATHER["function"]["parameters"],
+            }
+        ],
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
     if stream:
         with claude.messages.stream(**kwargs) as events:
             message = events.get_final_message()
@@ -172,17 +201,23 @@ def test_anthropic_sdk_through_an_anthropic_upstream(claude, native, stream):
 def test_anthropic_sdk_thinking_signature_survives_a_tool_turn(claude, native, stream):
     """The emulator, like Anthropic, refuses a thinking block without its signature."""
     tools = [{"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}]
-    kwargs = {"model": TEST_MODEL, "max_tokens": 200, "tools": tools,
-              "thinking": {"type": "enabled", "budget_tokens": 1024}}  # fmt: skip
+    kwargs = {
+        "model": TEST_MODEL,
+        "max_tokens": 200,
+        "tools": tools,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
     first = _message(claude, stream, messages=ASK, **kwargs)
     thinking, tool_use = first.content
     assert thinking.signature.startswith("emu-sig-")
     follow_up = [
         *ASK,
         {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": tool_use.id, "content": "Sunny"}]},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool_use.id, "content": "Sunny"}],
+        },
+    ]
     second = _message(claude, stream, messages=follow_up, **kwargs)
     assert second.stop_reason == "end_turn"
     assert [r["status"] for r in native.log("alpha")] == ["completed", "completed"]
@@ -197,20 +232,30 @@ def _message(claude, stream: bool, **kwargs):
 
 def test_openai_sdk_sends_the_signature_back(native, client):
     reasoning = {"reasoning": {"max_tokens": 2000}}
-    first = client.chat.completions.create(model=TEST_MODEL, messages=ASK, tools=[WEATHER],
-                                           extra_body=reasoning).choices[0].message  # fmt: skip
+    first = (
+        client.chat.completions.create(
+            model=TEST_MODEL, messages=ASK, tools=[WEATHER], extra_body=reasoning
+        )
+        .choices[0]
+        .message
+    )
     extra = first.model_extra or {}
     assert extra["reasoning_signature"].startswith("emu-sig-")
     call = first.tool_calls[0]
     follow_up = [
         *ASK,
-        {"role": "assistant", "content": None, "reasoning_content": extra["reasoning_content"],
-         "reasoning_signature": extra["reasoning_signature"],
-         "tool_calls": [call.model_dump()]},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": extra["reasoning_content"],
+            "reasoning_signature": extra["reasoning_signature"],
+            "tool_calls": [call.model_dump()],
+        },
         {"role": "tool", "tool_call_id": call.id, "content": "Sunny"},
-    ]  # fmt: skip
-    second = client.chat.completions.create(model=TEST_MODEL, messages=follow_up,
-                                            tools=[WEATHER], extra_body=reasoning)  # fmt: skip
+    ]
+    second = client.chat.completions.create(
+        model=TEST_MODEL, messages=follow_up, tools=[WEATHER], extra_body=reasoning
+    )
     assert second.choices[0].finish_reason == "stop"
 
 
@@ -223,21 +268,36 @@ def test_a_pdf_document_reaches_an_anthropic_upstream_as_a_document(claude, nati
 
 
 def test_cache_writes_reported_and_billed(claude, native):
-    system = [{"type": "text", "text": "You are a careful assistant. " * 40,
-               "cache_control": {"type": "ephemeral"}}]  # fmt: skip
+    system = [
+        {
+            "type": "text",
+            "text": "You are a careful assistant. " * 40,
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
     first = claude.messages.create(model=TEST_MODEL, max_tokens=50, system=system, messages=HI)
     written = first.usage.cache_creation_input_tokens
     assert written > 100 and first.usage.cache_read_input_tokens == 0
     row = wait_finished(first.id)
-    prices = {"input": Decimal("0.10"), "cache_read": Decimal("0.01"),
-              "cache_write": Decimal("1.00"), "output": Decimal("0.40")}  # fmt: skip
+    prices = {
+        "input": Decimal("0.10"),
+        "cache_read": Decimal("0.01"),
+        "cache_write": Decimal("1.00"),
+        "output": Decimal("0.40"),
+    }
     prompt = first.usage.input_tokens + written
     assert row.prompt_tokens == prompt
-    expected = call_cost(prices=prices, prompt_tokens=prompt, cached_tokens=0,
-                         completion_tokens=8, cache_write_tokens=written)  # fmt: skip
+    expected = call_cost(
+        prices=prices,
+        prompt_tokens=prompt,
+        cached_tokens=0,
+        completion_tokens=8,
+        cache_write_tokens=written,
+    )
     assert row.cost_usd == expected
-    assert row.cost_usd > call_cost(prices=prices, prompt_tokens=prompt, cached_tokens=0,
-                                    completion_tokens=8)  # fmt: skip
+    assert row.cost_usd > call_cost(
+        prices=prices, prompt_tokens=prompt, cached_tokens=0, completion_tokens=8
+    )
     second = claude.messages.create(model=TEST_MODEL, max_tokens=50, system=system, messages=HI)
     assert second.usage.cache_read_input_tokens > 100
     assert second.usage.cache_creation_input_tokens < written
@@ -262,8 +322,9 @@ def test_error_event_before_the_first_token_retried(mixed, gateway, tenant):
     response = httpx.post(
         f"{gateway.api_url}/chat/completions",
         json={"model": TEST_MODEL, "messages": HI, "stream": True},
-        headers={"Authorization": f"Bearer {tenant.key}"}, timeout=10,
-    )  # fmt: skip
+        headers={"Authorization": f"Bearer {tenant.key}"},
+        timeout=10,
+    )
     assert response.status_code == 200
     assert '"provider":"bravo"' in response.text and response.text.endswith("[DONE]\n\n")
 
@@ -274,8 +335,11 @@ def test_endpoints_listing_names_the_protocol(mixed, gateway):
     data = response.json()
     endpoints = data.get("data", data).get("endpoints") if isinstance(data, dict) else None
     protocols = {e["tag"]: e["protocol"] for e in endpoints}
-    assert protocols == {"alpha": "anthropic_messages", "bravo": "openai_chat",
-                         "charlie": "openai_chat"}  # fmt: skip
+    assert protocols == {
+        "alpha": "anthropic_messages",
+        "bravo": "openai_chat",
+        "charlie": "openai_chat",
+    }
 
 
 @pytest.mark.parametrize("alpha_fails", [False, True], ids=["anthropic", "openai"])
@@ -284,15 +348,30 @@ def test_tool_result_cache_breakpoint_accepted_by_both_kinds(mixed, gateway, ten
         mixed.control("alpha", status_override=500)
     history = [
         {"role": "user", "content": "What is the weather? Use get_weather."},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
-                                           "name": "get_weather", "input": {"city": "x"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                      "content": "Sunny", "cache_control": {"type": "ephemeral"}}]},
-    ]  # fmt: skip
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "x"}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": "Sunny",
+                    "cache_control": {"type": "ephemeral"},
+                }
+            ],
+        },
+    ]
     tools = [{"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}]
-    with anthropic.Anthropic(base_url=f"{gateway.base_url}/api", api_key=tenant.key,
-                             max_retries=0) as claude:  # fmt: skip
-        message = claude.messages.create(model=TEST_MODEL, max_tokens=50, messages=history,
-                                         tools=tools)  # fmt: skip
+    with anthropic.Anthropic(
+        base_url=f"{gateway.base_url}/api", api_key=tenant.key, max_retries=0
+    ) as claude:
+        message = claude.messages.create(
+            model=TEST_MODEL, max_tokens=50, messages=history, tools=tools
+        )
     assert message.stop_reason == "end_turn"
     assert wait_finished(message.id).provider_slug == ("bravo" if alpha_fails else "alpha")

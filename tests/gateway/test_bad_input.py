@@ -15,9 +15,12 @@ OK_MESSAGES = [{"role": "user", "content": "hi"}]
 def _post(gateway, key, content: bytes | None = None, json=None, headers=None):
     headers = {"Authorization": f"Bearer {key}", **(headers or {})}
     return httpx.post(
-        f"{gateway.api_url}/chat/completions", content=content, json=json, headers=headers,
+        f"{gateway.api_url}/chat/completions",
+        content=content,
+        json=json,
+        headers=headers,
         timeout=30,
-    )  # fmt: skip
+    )
 
 
 def _assert_error(response: httpx.Response, status: int, words: str) -> None:
@@ -34,26 +37,53 @@ CASES = [
     ("empty messages", {"model": TEST_MODEL, "messages": []}, 400, "non-empty"),
     ("messages not list", {"model": TEST_MODEL, "messages": "hi"}, 400, "non-empty"),
     ("bad role", {"model": TEST_MODEL, "messages": [{"role": "x", "content": "a"}]}, 400, "role"),
-    ("negative max_tokens",
-     {"model": TEST_MODEL, "messages": OK_MESSAGES, "max_tokens": -1}, 400, "max_tokens"),
-    ("string max_tokens",
-     {"model": TEST_MODEL, "messages": OK_MESSAGES, "max_tokens": "10"}, 400, "integer"),
+    (
+        "negative max_tokens",
+        {"model": TEST_MODEL, "messages": OK_MESSAGES, "max_tokens": -1},
+        400,
+        "max_tokens",
+    ),
+    (
+        "string max_tokens",
+        {"model": TEST_MODEL, "messages": OK_MESSAGES, "max_tokens": "10"},
+        400,
+        "integer",
+    ),
     # Digits beyond 64 bits were refused as "must be an integer" (found by fuzzing).
-    ("huge max_tokens",
-     b'{"model": "%s", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1%s}'
-     % (TEST_MODEL.encode(), b"0" * 30), 400, "too large"),
-    ("stream not bool",
-     {"model": TEST_MODEL, "messages": OK_MESSAGES, "stream": "yes"}, 400, "stream"),
+    (
+        "huge max_tokens",
+        b'{"model": "%s", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1%s}'
+        % (TEST_MODEL.encode(), b"0" * 30),
+        400,
+        "too large",
+    ),
+    (
+        "stream not bool",
+        {"model": TEST_MODEL, "messages": OK_MESSAGES, "stream": "yes"},
+        400,
+        "stream",
+    ),
     ("unknown model", {"model": "nobody/none", "messages": OK_MESSAGES}, 404, "unknown model"),
     ("unknown suffix", {"model": TEST_MODEL + ":turbo", "messages": OK_MESSAGES}, 400, "suffix"),
-    ("provider not object",
-     {"model": TEST_MODEL, "messages": OK_MESSAGES, "provider": []}, 400, "provider"),
-    ("unknown provider slug",
-     {"model": TEST_MODEL, "messages": OK_MESSAGES, "provider": {"only": ["nobody"]}}, 400,
-     "nobody"),
-    ("bad sort",
-     {"model": TEST_MODEL, "messages": OK_MESSAGES, "provider": {"sort": "vibes"}}, 400, "sort"),
-]  # fmt: skip
+    (
+        "provider not object",
+        {"model": TEST_MODEL, "messages": OK_MESSAGES, "provider": []},
+        400,
+        "provider",
+    ),
+    (
+        "unknown provider slug",
+        {"model": TEST_MODEL, "messages": OK_MESSAGES, "provider": {"only": ["nobody"]}},
+        400,
+        "nobody",
+    ),
+    (
+        "bad sort",
+        {"model": TEST_MODEL, "messages": OK_MESSAGES, "provider": {"sort": "vibes"}},
+        400,
+        "sort",
+    ),
+]
 
 
 @pytest.mark.parametrize(("name", "body", "status", "words"), CASES, ids=[c[0] for c in CASES])
@@ -75,9 +105,11 @@ def test_bad_request_bodies(gateway, tenant, emulator, name, body, status, words
 def test_bad_keys_get_401(gateway, emulator, market, authorization):
     headers = {"Authorization": authorization} if authorization else {}
     response = httpx.post(
-        f"{gateway.api_url}/chat/completions", headers=headers, timeout=10,
+        f"{gateway.api_url}/chat/completions",
+        headers=headers,
+        timeout=10,
         json={"model": TEST_MODEL, "messages": OK_MESSAGES},
-    )  # fmt: skip
+    )
     _assert_error(response, 401, "API key")
     assert emulator.log() == []
 
@@ -86,9 +118,11 @@ def test_bad_keys_get_401(gateway, emulator, market, authorization):
 def test_the_auth_scheme_is_case_insensitive(gateway, tenant, emulator, scheme):
     """RFC 9110 11.1: ``bearer <key>`` was a 401 (found by fuzzing)."""
     response = httpx.post(
-        f"{gateway.api_url}/chat/completions", headers={"Authorization": f"{scheme} {tenant.key}"},
-        json={"model": TEST_MODEL, "messages": OK_MESSAGES}, timeout=10,
-    )  # fmt: skip
+        f"{gateway.api_url}/chat/completions",
+        headers={"Authorization": f"{scheme} {tenant.key}"},
+        json={"model": TEST_MODEL, "messages": OK_MESSAGES},
+        timeout=10,
+    )
     assert response.status_code == 200
 
 

@@ -60,15 +60,17 @@ def test_other_calls_are_served_while_a_big_body_is_measured(gateway, tenant, em
     big: dict = {}
 
     def send_big() -> None:
-        big["response"] = httpx.post(url, headers=headers, timeout=30,
-                                     json={"model": TEST_MODEL, "messages": MANY})  # fmt: skip
+        big["response"] = httpx.post(
+            url, headers=headers, timeout=30, json={"model": TEST_MODEL, "messages": MANY}
+        )
 
     sender = threading.Thread(target=send_big)
     sender.start()
     assert held.entered.wait(10)
     # Inline, the loop would be stuck in the held measure and this call could not finish.
-    small = httpx.post(url, headers=headers, timeout=10,
-                       json={"model": TEST_MODEL, "messages": SMALL})  # fmt: skip
+    small = httpx.post(
+        url, headers=headers, timeout=10, json={"model": TEST_MODEL, "messages": SMALL}
+    )
     assert small.status_code == 200 and "response" not in big
     held.release.set()
     sender.join(30)
@@ -110,18 +112,28 @@ def test_a_client_gone_while_its_big_body_is_measured_reaches_no_provider(
 
 
 @pytest.mark.parametrize("path", ["/messages", "/messages/count_tokens"])
-def test_the_messages_api_gives_the_same_answer_off_the_loop(gateway, tenant, emulator,
-                                                             monkeypatch, path):  # fmt: skip
+def test_the_messages_api_gives_the_same_answer_off_the_loop(
+    gateway, tenant, emulator, monkeypatch, path
+):
     body = {"model": TEST_MODEL, "max_tokens": 5, "messages": MANY}
     answers = []
     for limit in (10**9, 1024):  # inline, then off the loop
         monkeypatch.setitem(settings.UBERLLM, "OFF_LOOP_BODY_BYTES", limit)
-        response = httpx.post(f"{gateway.api_url}{path}", headers={"x-api-key": tenant.key},
-                              json=body, timeout=30)  # fmt: skip
+        response = httpx.post(
+            f"{gateway.api_url}{path}", headers={"x-api-key": tenant.key}, json=body, timeout=30
+        )
         assert response.status_code == 200, response.text
         reply = response.json()
         usage = reply.get("usage", reply)  # count_tokens: {"input_tokens": n}
         # The whole prompt (the second call may be read from the provider's cache)
-        answers.append(sum(usage.get(name, 0) for name in (
-            "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")))  # fmt: skip
+        answers.append(
+            sum(
+                usage.get(name, 0)
+                for name in (
+                    "input_tokens",
+                    "cache_read_input_tokens",
+                    "cache_creation_input_tokens",
+                )
+            )
+        )
     assert answers[0] == answers[1] > len(MANY)

@@ -26,11 +26,15 @@ YIELDS = [0, 1, 2, 3, 4, 5, 6, 8, 10, 13, 17, 22, 30, 40, 55, 75, 100, 140, 200,
 
 def _scope(key: str, length: int) -> dict:
     return {
-        "type": "http", "method": "POST", "path": "/api/v1/chat/completions",
-        "headers": [(b"authorization", f"Bearer {key}".encode()),
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(length).encode())],
-    }  # fmt: skip
+        "type": "http",
+        "method": "POST",
+        "path": "/api/v1/chat/completions",
+        "headers": [
+            (b"authorization", f"Bearer {key}".encode()),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(length).encode()),
+        ],
+    }
 
 
 async def _call_with_disconnect(key: str, body: bytes, yields: int) -> list[dict]:
@@ -65,8 +69,13 @@ def test_disconnect_at_every_await_point(gateway_server, tenant, emulator, strea
     # Slow enough that no call can finish before its disconnect arrives.
     for slug in ("alpha", "bravo", "charlie"):
         emulator.control(slug, output_tokens_per_s=20, default_output_tokens=400)
-    body = orjson.dumps({"model": TEST_MODEL, "stream": stream,
-                         "messages": [{"role": "user", "content": "hello " * 50}]})  # fmt: skip
+    body = orjson.dumps(
+        {
+            "model": TEST_MODEL,
+            "stream": stream,
+            "messages": [{"role": "user", "content": "hello " * 50}],
+        }
+    )
 
     async def every_point() -> None:
         from common.aio import background_idle
@@ -94,15 +103,17 @@ def test_disconnect_at_every_await_point(gateway_server, tenant, emulator, strea
         assert final["status"] == "cancelled", final
 
 
-def test_disconnect_while_the_key_is_read_never_reaches_the_provider(gateway_server, tenant,
-                                                                      emulator):  # fmt: skip
+def test_disconnect_while_the_key_is_read_never_reaches_the_provider(
+    gateway_server, tenant, emulator
+):
     """A burst of new keys queues their database reads (at most MAX_UNKNOWN_LOOKUPS in
     flight per process): a client that leaves while its read waits is cancelled there,
     with no upstream call and no row, and its key is still cached by the read."""
     from billing import auth
 
-    body = orjson.dumps({"model": TEST_MODEL, "stream": True,
-                         "messages": [{"role": "user", "content": "hello"}]})  # fmt: skip
+    body = orjson.dumps(
+        {"model": TEST_MODEL, "stream": True, "messages": [{"role": "user", "content": "hello"}]}
+    )
 
     async def run() -> tuple[list[dict], bool, bool]:
         from routing.gateway.asgi import ChatApp
@@ -164,13 +175,15 @@ def test_a_disconnect_closes_the_upstream_before_the_call_unwinds(
     def watched_abort(call) -> None:
         abort(call)
         closed_at_abort.extend(
-            leg.data.stream._response.closed for leg in call.session.legs
+            leg.data.stream._response.closed
+            for leg in call.session.legs
             if leg.data is not None and leg.data.stream is not None
-        )  # fmt: skip
+        )
 
     monkeypatch.setattr(LiveCall, "abort_upstreams", watched_abort)
-    body = orjson.dumps({"model": TEST_MODEL, "stream": True,
-                         "messages": [{"role": "user", "content": "hello"}]})  # fmt: skip
+    body = orjson.dumps(
+        {"model": TEST_MODEL, "stream": True, "messages": [{"role": "user", "content": "hello"}]}
+    )
 
     async def run() -> None:
         from common.aio import background_idle

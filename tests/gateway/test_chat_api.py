@@ -43,14 +43,19 @@ def test_streaming_with_usage_and_cost(client, emulator):
     assert {c.model_extra["provider"] for c in chunks} == {"alpha"}
     row = wait_finished(final.id)
     expected = call_cost(
-        prices=row.prices_decimal(), prompt_tokens=final.usage.prompt_tokens,
-        cached_tokens=0, completion_tokens=8,
-    )  # fmt: skip
+        prices=row.prices_decimal(),
+        prompt_tokens=final.usage.prompt_tokens,
+        cached_tokens=0,
+        completion_tokens=8,
+    )
     assert row.cost_usd == expected
     assert Decimal(str(final.usage.model_extra["cost"])) == pytest.approx(expected)
     assert (row.status, row.provider_slug, row.stream, row.attempt_count) == (
-        "success", "alpha", True, 1,
-    )  # fmt: skip
+        "success",
+        "alpha",
+        True,
+        1,
+    )
     assert row.ttft_ms is not None and row.total_ms >= row.ttft_ms
     assert (row.prompt_tokens, row.completion_tokens) == (final.usage.prompt_tokens, 8)
 
@@ -71,9 +76,12 @@ def test_usage_chunk_stripped_when_not_asked(gateway, tenant, emulator):
     body = {"model": TEST_MODEL, "messages": MESSAGES, "stream": True}
     events = []
     with httpx.stream(
-        "POST", f"{gateway.api_url}/chat/completions", json=body,
-        headers={"Authorization": f"Bearer {tenant.key}"}, timeout=10,
-    ) as response:  # fmt: skip
+        "POST",
+        f"{gateway.api_url}/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {tenant.key}"},
+        timeout=10,
+    ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         for line in response.iter_lines():
@@ -92,9 +100,11 @@ def test_usage_chunk_stripped_when_not_asked(gateway, tenant, emulator):
 
 def test_unknown_fields_pass_through(client, emulator):
     client.chat.completions.create(
-        model=TEST_MODEL, messages=MESSAGES, temperature=0.2,
+        model=TEST_MODEL,
+        messages=MESSAGES,
+        temperature=0.2,
         extra_body={"top_k": 5, "some_vendor_flag": True, "provider": {"sort": "price"}},
-    )  # fmt: skip
+    )
     keys = set(emulator.log("alpha")[-1]["request_body_keys"])
     assert {"top_k", "some_vendor_flag", "temperature"} <= keys
     assert "provider" not in keys  # ours, not the upstream's

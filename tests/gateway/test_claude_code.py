@@ -22,16 +22,26 @@ pytestmark = [
 
 def run_claude(gateway, key: str, prompt: str, workdir, *extra: str) -> dict:
     env = {
-        "PATH": os.environ.get("PATH", ""), "HOME": str(workdir),
-        "ANTHROPIC_BASE_URL": f"{gateway.base_url}/api", "ANTHROPIC_AUTH_TOKEN": key,
-        "ANTHROPIC_MODEL": TEST_MODEL, "ANTHROPIC_SMALL_FAST_MODEL": TEST_MODEL,
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-    }  # fmt: skip
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(workdir),
+        "ANTHROPIC_BASE_URL": f"{gateway.base_url}/api",
+        "ANTHROPIC_AUTH_TOKEN": key,
+        "ANTHROPIC_MODEL": TEST_MODEL,
+        "ANTHROPIC_SMALL_FAST_MODEL": TEST_MODEL,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    }
     done = subprocess.run(
         ["claude", "-p", prompt, "--output-format", "json", "--max-turns", "4", *extra],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return orjson.loads(done.stdout.strip().splitlines()[-1])
 
@@ -47,8 +57,9 @@ def test_claude_code_completes_a_turn(gateway, tenant, emulator, tmp_path):
 
 def test_claude_code_tool_round_trip(gateway, tenant, emulator, tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
-    result = run_claude(gateway, tenant.key, "List the files with Glob", tmp_path,
-                        "--allowedTools", "Glob")  # fmt: skip
+    result = run_claude(
+        gateway, tenant.key, "List the files with Glob", tmp_path, "--allowedTools", "Glob"
+    )
     assert result["subtype"] == "success" and not result["is_error"], result
     assert result["result"].startswith("lorem")
     assert result["num_turns"] >= 2  # the tool call, then the answer

@@ -52,8 +52,9 @@ def test_disconnect_before_first_token_cancels_upstream(gateway, tenant, emulato
     emulator.control("alpha", ttft_base_s=5.0)
     body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True}
     sock = _raw_request(gateway, tenant.key, body)
-    emulator.wait_for(lambda r: r["status"] is None or r["first_token_at"] is None,
-                      provider="alpha", timeout=3)  # fmt: skip
+    emulator.wait_for(
+        lambda r: r["status"] is None or r["first_token_at"] is None, provider="alpha", timeout=3
+    )
     time.sleep(0.1)
     sock.close()
     closed_at = time.time()

@@ -28,12 +28,20 @@ def early_start(request):
 def _stream(gateway, tenant, on_headers, **extra) -> tuple[int, str, list[str]]:
     """POST a streamed chat request; ``on_headers()`` runs as soon as the response
     headers are in. Returns (status, content type, non-empty body lines)."""
-    body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}],
-            "stream": True, "max_tokens": 4, **extra}  # fmt: skip
+    body = {
+        "model": TEST_MODEL,
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+        "max_tokens": 4,
+        **extra,
+    }
     with httpx.stream(
-        "POST", f"{gateway.api_url}/chat/completions", json=body,
-        headers={"Authorization": f"Bearer {tenant.key}"}, timeout=20,
-    ) as response:  # fmt: skip
+        "POST",
+        f"{gateway.api_url}/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {tenant.key}"},
+        timeout=20,
+    ) as response:
         on_headers()
         lines = [line for line in response.iter_lines() if line]
         return response.status_code, response.headers["content-type"], lines

@@ -14,9 +14,12 @@ BODY = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}]}
 def _stream_events(gateway, key, body) -> tuple[int, list[str]]:
     events = []
     with httpx.stream(
-        "POST", f"{gateway.api_url}/chat/completions", json={**body, "stream": True},
-        headers={"Authorization": f"Bearer {key}"}, timeout=10,
-    ) as response:  # fmt: skip
+        "POST",
+        f"{gateway.api_url}/chat/completions",
+        json={**body, "stream": True},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=10,
+    ) as response:
         for line in response.iter_lines():
             if line.startswith("data: "):
                 events.append(line[6:])
@@ -50,17 +53,19 @@ def test_every_attempt_fails_returns_last_error_and_costs_nothing(gateway, tenan
     status, events = _stream_events(gateway, tenant.key, BODY)
     assert status == 503 and events == []  # overloaded, not broken: a 503 (it was 502)
     response = httpx.post(
-        f"{gateway.api_url}/chat/completions", json=BODY,
+        f"{gateway.api_url}/chat/completions",
+        json=BODY,
         headers={"Authorization": f"Bearer {tenant.key}"},
-    )  # fmt: skip
+    )
     assert response.status_code == 503 and response.headers["retry-after"] == "1"
     assert response.json()["error"]["code"] == "upstream_overloaded"
     assert "3 upstream attempt" in response.json()["error"]["message"]
     # The Messages API answers it as Anthropic does (found with the anthropic SDK).
     messages = httpx.post(
-        f"{gateway.api_url}/messages", headers={"x-api-key": tenant.key},
+        f"{gateway.api_url}/messages",
+        headers={"x-api-key": tenant.key},
         json={"model": TEST_MODEL, "max_tokens": 5, "messages": BODY["messages"]},
-    )  # fmt: skip
+    )
     assert messages.status_code == 529
     assert messages.json()["error"]["type"] == "overloaded_error"
     assert response.headers["x-generation-id"].startswith("gen-")  # the failed call's record

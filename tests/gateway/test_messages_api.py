@@ -17,22 +17,27 @@ HI = [{"role": "user", "content": "Say hello."}]
 WEATHER = {
     "name": "get_weather",
     "description": "Weather for a city",
-    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
-                     "required": ["city"]},
-}  # fmt: skip
+    "input_schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
 ASK = [{"role": "user", "content": "What is the weather in Paris? Use get_weather."}]
 
 
 @pytest.fixture
 def claude(gateway, tenant):
-    with anthropic.Anthropic(base_url=f"{gateway.base_url}/api", api_key=tenant.key,
-                             max_retries=0) as sdk:  # fmt: skip
+    with anthropic.Anthropic(
+        base_url=f"{gateway.base_url}/api", api_key=tenant.key, max_retries=0
+    ) as sdk:
         yield sdk
 
 
 def test_text_reply_billed_like_a_chat_call(claude, emulator):
-    message = claude.messages.create(model=TEST_MODEL, max_tokens=100, messages=HI,
-                                     system="You are terse.")  # fmt: skip
+    message = claude.messages.create(
+        model=TEST_MODEL, max_tokens=100, messages=HI, system="You are terse."
+    )
     assert [b.type for b in message.content] == ["text"]
     assert message.content[0].text.startswith("lorem")
     assert message.stop_reason == "end_turn"
@@ -55,8 +60,12 @@ def test_streaming_text(claude):
         final = stream.get_final_message()
     assert kinds[0] == "message_start"
     assert kinds[-1] == "message_stop"
-    assert {"content_block_start", "content_block_delta", "content_block_stop",
-            "message_delta"} <= set(kinds)  # fmt: skip
+    assert {
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+    } <= set(kinds)
     assert final.content[0].text.startswith("lorem")
     assert final.stop_reason == "end_turn"
     assert final.usage.output_tokens == 8
@@ -72,11 +81,14 @@ def test_multi_turn_tool_use(claude, emulator, stream):
     follow_up = [
         *ASK,
         {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": tool_use.id, "content": "Sunny, 21 C"},
-            {"type": "text", "text": "Thanks."},
-        ]},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": tool_use.id, "content": "Sunny, 21 C"},
+                {"type": "text", "text": "Thanks."},
+            ],
+        },
+    ]
     second = _turn(claude, follow_up, stream)
     assert second.stop_reason == "end_turn"
     assert second.content[-1].text.startswith("lorem")
@@ -92,8 +104,13 @@ def test_thinking_blocks(claude, stream):
 
 
 def _turn(claude, messages, stream: bool, **extra):
-    kwargs = {"model": TEST_MODEL, "max_tokens": 200, "messages": messages, "tools": [WEATHER],
-              **extra}  # fmt: skip
+    kwargs = {
+        "model": TEST_MODEL,
+        "max_tokens": 200,
+        "messages": messages,
+        "tools": [WEATHER],
+        **extra,
+    }
     if not stream:
         return claude.messages.create(**kwargs)
     with claude.messages.stream(**kwargs) as events:
@@ -101,8 +118,9 @@ def _turn(claude, messages, stream: bool, **extra):
 
 
 def test_bearer_auth_and_v1_alias(gateway, tenant):
-    with anthropic.Anthropic(base_url=gateway.base_url, auth_token=tenant.key,
-                             max_retries=0) as sdk:  # fmt: skip
+    with anthropic.Anthropic(
+        base_url=gateway.base_url, auth_token=tenant.key, max_retries=0
+    ) as sdk:
         message = sdk.messages.create(model=TEST_MODEL, max_tokens=50, messages=HI)
     assert message.content[0].text
 
@@ -150,8 +168,9 @@ def test_count_tokens(claude):
 
 
 def test_errors_in_anthropic_shape(gateway, claude, emulator):
-    stranger = anthropic.Anthropic(base_url=f"{gateway.base_url}/api", api_key="ullm_nope",
-                                   max_retries=0)  # fmt: skip
+    stranger = anthropic.Anthropic(
+        base_url=f"{gateway.base_url}/api", api_key="ullm_nope", max_retries=0
+    )
     with stranger, pytest.raises(anthropic.AuthenticationError) as caught:
         stranger.messages.create(model=TEST_MODEL, max_tokens=10, messages=HI)
     assert caught.value.body["error"]["type"] == "authentication_error"
@@ -180,8 +199,11 @@ def test_errors_in_anthropic_shape(gateway, claude, emulator):
 
 
 def test_missing_max_tokens_is_a_400(gateway, tenant, emulator):
-    response = httpx.post(f"{gateway.api_url}/messages", headers={"x-api-key": tenant.key},
-                          json={"model": TEST_MODEL, "messages": HI})  # fmt: skip
+    response = httpx.post(
+        f"{gateway.api_url}/messages",
+        headers={"x-api-key": tenant.key},
+        json={"model": TEST_MODEL, "messages": HI},
+    )
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error"
     assert "max_tokens" in response.json()["error"]["message"]
@@ -190,8 +212,11 @@ def test_missing_max_tokens_is_a_400(gateway, tenant, emulator):
 def test_a_stream_cut_upstream_ends_with_an_error_event(gateway, tenant, emulator):
     for slug in ("alpha", "bravo", "charlie"):
         emulator.control(slug, fail_after_tokens=3, default_output_tokens=20)
-    events = _raw_stream(gateway, tenant.key, {"model": TEST_MODEL, "max_tokens": 100,
-                                               "messages": HI, "stream": True})  # fmt: skip
+    events = _raw_stream(
+        gateway,
+        tenant.key,
+        {"model": TEST_MODEL, "max_tokens": 100, "messages": HI, "stream": True},
+    )
     names = [name for name, _ in events]
     assert names[0] == "message_start"
     assert names[-1] == "error"
@@ -200,25 +225,39 @@ def test_a_stream_cut_upstream_ends_with_an_error_event(gateway, tenant, emulato
 
 def test_a_claude_code_request_is_accepted(gateway, tenant, emulator):
     """The fields and headers Claude Code 2.1 sends (shared/reference/claude-code-requests.md)."""
-    tools = [{"name": f"Tool{i}", "description": "d", "input_schema": {"type": "object"}}
-             for i in range(24)]  # fmt: skip
+    tools = [
+        {"name": f"Tool{i}", "description": "d", "input_schema": {"type": "object"}}
+        for i in range(24)
+    ]
     tools.append({"type": "web_search_20250305", "name": "web_search"})  # a server tool
     body = {
-        "model": TEST_MODEL, "max_tokens": 32000, "stream": True,
-        "messages": [{"role": "user", "content": [
-            {"type": "text", "text": "Say hello", "cache_control": {"type": "ephemeral"}}]}],
-        "system": [{"type": "text", "text": "You are Claude Code.",
-                    "cache_control": {"type": "ephemeral"}}],
-        "thinking": {"type": "adaptive"}, "tools": tools,
+        "model": TEST_MODEL,
+        "max_tokens": 32000,
+        "stream": True,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Say hello", "cache_control": {"type": "ephemeral"}}
+                ],
+            }
+        ],
+        "system": [
+            {"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}
+        ],
+        "thinking": {"type": "adaptive"},
+        "tools": tools,
         "metadata": {"user_id": "user_abc"},
         "context_management": {"edits": [{"type": "clear_thinking_20251015"}]},
         "output_config": {"effort": "high"},
-    }  # fmt: skip
+    }
     headers = {
-        "Authorization": f"Bearer {tenant.key}", "anthropic-version": "2023-06-01",
+        "Authorization": f"Bearer {tenant.key}",
+        "anthropic-version": "2023-06-01",
         "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
-        "anthropic-dangerous-direct-browser-access": "true", "X-Claude-Code-Session-Id": "s1",
-    }  # fmt: skip
+        "anthropic-dangerous-direct-browser-access": "true",
+        "X-Claude-Code-Session-Id": "s1",
+    }
     events = _raw_stream(gateway, None, body, headers=headers, path="/api/v1/messages?beta=true")
     names = [name for name, _ in events]
     assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
@@ -231,8 +270,9 @@ def test_a_claude_code_request_is_accepted(gateway, tenant, emulator):
 def _raw_stream(gateway, key, body, headers=None, path="/api/v1/messages"):
     headers = headers or {"x-api-key": key}
     events = []
-    with httpx.stream("POST", gateway.base_url + path, json=body, headers=headers,
-                      timeout=30) as response:  # fmt: skip
+    with httpx.stream(
+        "POST", gateway.base_url + path, json=body, headers=headers, timeout=30
+    ) as response:
         assert response.status_code == 200, response.read()
         name = None
         for line in response.iter_lines():
@@ -248,19 +288,21 @@ _IMAGE_NOT_OBJECT = [{"role": "user", "content": [{"type": "image", "source": "x
 
 
 @pytest.mark.parametrize("path", ["/messages", "/messages/count_tokens"])
-@pytest.mark.parametrize(("field", "value", "words"), [
-    ("metadata", "user-1", "metadata"),
-    ("messages", _THINKING_NOT_TEXT, "messages[1].content[0].thinking"),
-    ("messages", _IMAGE_NOT_OBJECT, "messages[0].content[0].source"),
-    # round 16's fuzzing: refused under its chat name (messages[0]...), or dropped
-    ("system", [{"type": "text", "text": 5}], "system[0].text"),
-    ("system", [{"type": "image", "source": {"type": "url", "url": "x"}}], "system[0]"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("metadata", "user-1", "metadata"),
+        ("messages", _THINKING_NOT_TEXT, "messages[1].content[0].thinking"),
+        ("messages", _IMAGE_NOT_OBJECT, "messages[0].content[0].source"),
+        # round 16's fuzzing: refused under its chat name (messages[0]...), or dropped
+        ("system", [{"type": "text", "text": 5}], "system[0].text"),
+        ("system", [{"type": "image", "source": {"type": "url", "url": "x"}}], "system[0]"),
+    ],
+)
 def test_a_field_of_the_wrong_type_is_a_400(gateway, tenant, emulator, path, field, value, words):
     """Each was a 500 (a ``.get`` on a string, a join of a number): found by fuzzing."""
     body = {"model": TEST_MODEL, "messages": HI, "max_tokens": 5, field: value}
-    response = httpx.post(f"{gateway.api_url}{path}", headers={"x-api-key": tenant.key},
-                          json=body)  # fmt: skip
+    response = httpx.post(f"{gateway.api_url}{path}", headers={"x-api-key": tenant.key}, json=body)
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error"
     assert words in response.json()["error"]["message"]
@@ -271,8 +313,11 @@ def test_a_field_of_the_wrong_type_is_a_400(gateway, tenant, emulator, path, fie
 def test_a_body_that_is_not_an_object_is_a_400(gateway, tenant, path, raw):
     """count_tokens answered these with a 500 (it spread the body into a dict before
     checking it): found by fuzzing."""
-    response = httpx.post(f"{gateway.api_url}{path}", content=raw, headers={
-        "x-api-key": tenant.key, "content-type": "application/json"})  # fmt: skip
+    response = httpx.post(
+        f"{gateway.api_url}{path}",
+        content=raw,
+        headers={"x-api-key": tenant.key, "content-type": "application/json"},
+    )
     assert response.status_code == 400
     error = response.json()
     assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"

@@ -21,12 +21,29 @@ HI = [{"role": "user", "content": "Say hello."}]
 def two_models(market, emulator):
     """Model A on alpha and bravo (charlie's endpoint of A disabled); model B on charlie
     (the emulator serves it under A's upstream name)."""
-    catalog_import(data={"models": [{"slug": MODEL_B, "name": "Test model B", "endpoints": [{
-        "provider": "charlie", "base_url": f"{emulator.base_url}/charlie/v1",
-        "upstream_model": TEST_MODEL, "context_length": 200_000,
-        "supported_parameters": ["max_tokens", "temperature", "tools"],
-        "price_input": "0.30", "price_cache_read": "0.03", "price_cache_write": "0",
-        "price_output": "0.90"}]}]})  # fmt: skip
+    catalog_import(
+        data={
+            "models": [
+                {
+                    "slug": MODEL_B,
+                    "name": "Test model B",
+                    "endpoints": [
+                        {
+                            "provider": "charlie",
+                            "base_url": f"{emulator.base_url}/charlie/v1",
+                            "upstream_model": TEST_MODEL,
+                            "context_length": 200_000,
+                            "supported_parameters": ["max_tokens", "temperature", "tools"],
+                            "price_input": "0.30",
+                            "price_cache_read": "0.03",
+                            "price_cache_write": "0",
+                            "price_output": "0.90",
+                        }
+                    ],
+                }
+            ]
+        }
+    )
     market["charlie"].enabled = False
     market["charlie"].save()
     catalog_cache.invalidate()
@@ -36,8 +53,9 @@ def two_models(market, emulator):
 
 
 def _attempts(row) -> list[tuple]:
-    return list(row.attempts.order_by("attempt_no").values_list("provider_slug", "outcome",
-                                                                 "http_status"))  # fmt: skip
+    return list(
+        row.attempts.order_by("attempt_no").values_list("provider_slug", "outcome", "http_status")
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -56,8 +74,11 @@ def test_all_endpoints_of_the_first_model_fail_then_the_next_model_serves(
     assert model == {MODEL_B}
     row = wait_finished(reply_id)
     assert (row.status, row.model_slug, row.provider_slug) == ("success", MODEL_B, "charlie")
-    assert _attempts(row) == [("alpha", "http_error", 500), ("bravo", "http_error", 500),
-                              ("charlie", "success", None)]  # fmt: skip
+    assert _attempts(row) == [
+        ("alpha", "http_error", 500),
+        ("bravo", "http_error", 500),
+        ("charlie", "success", None),
+    ]
     assert row.cost_usd > 0
     (served,) = two_models.log("charlie")
     assert served["status"] == "completed"
@@ -65,9 +86,11 @@ def test_all_endpoints_of_the_first_model_fail_then_the_next_model_serves(
 
 def test_without_a_fallback_list_the_call_fails(two_models, gateway, tenant):
     response = httpx.post(
-        f"{gateway.api_url}/chat/completions", json={"model": TEST_MODEL, "messages": HI},
-        headers={"Authorization": f"Bearer {tenant.key}"}, timeout=10,
-    )  # fmt: skip
+        f"{gateway.api_url}/chat/completions",
+        json={"model": TEST_MODEL, "messages": HI},
+        headers={"Authorization": f"Bearer {tenant.key}"},
+        timeout=10,
+    )
     assert response.status_code == 502
     assert two_models.log("charlie") == []
     row = wait_finished(response.headers["x-generation-id"])
@@ -79,8 +102,9 @@ def test_every_model_fails_answers_the_last_error(two_models, gateway, tenant):
     response = httpx.post(
         f"{gateway.api_url}/chat/completions",
         json={"model": TEST_MODEL, "models": [TEST_MODEL, MODEL_B], "messages": HI},
-        headers={"Authorization": f"Bearer {tenant.key}"}, timeout=10,
-    )  # fmt: skip
+        headers={"Authorization": f"Bearer {tenant.key}"},
+        timeout=10,
+    )
     assert response.status_code == 503  # the last error, a 503: overloaded
     assert "3 upstream attempt" in response.json()["error"]["message"]
     row = wait_finished(response.headers["x-generation-id"])
@@ -89,12 +113,15 @@ def test_every_model_fails_answers_the_last_error(two_models, gateway, tenant):
 
 
 def test_messages_api_falls_back_too(two_models, gateway, tenant):
-    with anthropic.Anthropic(base_url=f"{gateway.base_url}/api", api_key=tenant.key,
-                             max_retries=0) as claude:  # fmt: skip
+    with anthropic.Anthropic(
+        base_url=f"{gateway.base_url}/api", api_key=tenant.key, max_retries=0
+    ) as claude:
         message = claude.messages.create(
-            model=TEST_MODEL, max_tokens=50, messages=HI,
+            model=TEST_MODEL,
+            max_tokens=50,
+            messages=HI,
             extra_body={"models": [TEST_MODEL, MODEL_B]},
-        )  # fmt: skip
+        )
     assert message.model == MODEL_B and message.content[0].text.startswith("lorem")
     assert wait_finished(message.id).model_slug == MODEL_B
 
@@ -106,20 +133,41 @@ def test_a_limited_key_reserves_for_the_dearest_fallback_model(market, emulator,
     from billing.auth import forget_cached_key
     from billing.models import ApiKey
 
-    catalog_import(data={"models": [{"slug": MODEL_B, "name": "Dear model B", "endpoints": [{
-        "provider": "charlie", "base_url": f"{emulator.base_url}/charlie/v1",
-        "upstream_model": TEST_MODEL, "context_length": 200_000,
-        "supported_parameters": ["max_tokens"], "price_input": "0.30",
-        "price_cache_read": "0.03", "price_cache_write": "0",
-        "price_output": "900"}]}]})  # fmt: skip
+    catalog_import(
+        data={
+            "models": [
+                {
+                    "slug": MODEL_B,
+                    "name": "Dear model B",
+                    "endpoints": [
+                        {
+                            "provider": "charlie",
+                            "base_url": f"{emulator.base_url}/charlie/v1",
+                            "upstream_model": TEST_MODEL,
+                            "context_length": 200_000,
+                            "supported_parameters": ["max_tokens"],
+                            "price_input": "0.30",
+                            "price_cache_read": "0.03",
+                            "price_cache_write": "0",
+                            "price_output": "900",
+                        }
+                    ],
+                }
+            ]
+        }
+    )
     catalog_cache.invalidate()
     ApiKey.unscoped_objects.filter(id=tenant.api_key.id).update(monthly_limit_usd="0.01")
     forget_cached_key(tenant.api_key.prefix)
 
     def post(**extra) -> httpx.Response:
         body = {"model": TEST_MODEL, "messages": HI, "max_tokens": 100, **extra}
-        return httpx.post(f"{gateway.api_url}/chat/completions", json=body, timeout=30,
-                          headers={"Authorization": f"Bearer {tenant.key}"})  # fmt: skip
+        return httpx.post(
+            f"{gateway.api_url}/chat/completions",
+            json=body,
+            timeout=30,
+            headers={"Authorization": f"Bearer {tenant.key}"},
+        )
 
     assert post().status_code == 200  # model A alone: its worst case fits
     refused = post(models=[TEST_MODEL, MODEL_B])  # B's 100 tokens could cost $0.09

@@ -13,30 +13,47 @@ from schemathesis.specs.openapi.checks import (
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
-          response_schema_conformance]  # fmt: skip
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 
 
 def test_schema_lists_every_public_path(gateway):
     schema = httpx.get(f"{gateway.api_url}/openapi.json").json()
     assert schema["openapi"].startswith("3.")
     assert {
-        "/api/v1/chat/completions", "/api/v1/messages", "/api/v1/messages/count_tokens",
+        "/api/v1/chat/completions",
+        "/api/v1/messages",
+        "/api/v1/messages/count_tokens",
         "/api/v1/responses",
-        "/api/v1/models", "/api/v1/models/{slug}", "/api/v1/models/{slug}/endpoints",
-        "/api/v1/generation", "/api/v1/activity", "/api/v1/key", "/api/v1/auth/key",
+        "/api/v1/models",
+        "/api/v1/models/{slug}",
+        "/api/v1/models/{slug}/endpoints",
+        "/api/v1/generation",
+        "/api/v1/activity",
+        "/api/v1/key",
+        "/api/v1/auth/key",
         "/api/v1/credits",
-    } <= set(schema["paths"])  # fmt: skip
+    } <= set(schema["paths"])
     assert httpx.get(f"{gateway.base_url}/v1/openapi.json").json() == schema
 
 
 def _conforms(operation, gateway, key: str) -> None:
     @given(case=operation.as_strategy())
-    @settings(max_examples=30, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=30,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     def check(case):
-        case.call_and_validate(base_url=gateway.base_url, checks=CHECKS,
-                               headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+        case.call_and_validate(
+            base_url=gateway.base_url, checks=CHECKS, headers={"Authorization": f"Bearer {key}"}
+        )
 
     check()
 

@@ -13,9 +13,11 @@ USER = [{"role": "user", "content": "hi"}]
 
 def _chat(gateway, key, **fields):
     return httpx.post(
-        f"{gateway.api_url}/chat/completions", headers={"Authorization": f"Bearer {key}"},
-        json={"model": TEST_MODEL, "messages": USER, **fields}, timeout=30,
-    )  # fmt: skip
+        f"{gateway.api_url}/chat/completions",
+        headers={"Authorization": f"Bearer {key}"},
+        json={"model": TEST_MODEL, "messages": USER, **fields},
+        timeout=30,
+    )
 
 
 def test_every_documented_provider_preference_is_accepted(gateway, tenant, emulator, market):
@@ -26,11 +28,16 @@ def test_every_documented_provider_preference_is_accepted(gateway, tenant, emula
     bravo.save()
     catalog_cache.invalidate()
     provider = {
-        "data_collection": "deny", "zdr": True, "enforce_distillable_text": False,
-        "quantizations": ["fp8", "bf16"], "preferred_max_latency": {"p90": 3},
-        "preferred_min_throughput": 20, "allow_fallbacks": True, "sort": "price",
+        "data_collection": "deny",
+        "zdr": True,
+        "enforce_distillable_text": False,
+        "quantizations": ["fp8", "bf16"],
+        "preferred_max_latency": {"p90": 3},
+        "preferred_min_throughput": 20,
+        "allow_fallbacks": True,
+        "sort": "price",
         "max_price": {"prompt": 5, "completion": 5, "request": 0.1, "image": 0.1},
-    }  # fmt: skip
+    }
     response = _chat(gateway, tenant.key, provider=provider)
     assert response.status_code == 200, response.text
     assert response.json()["provider"] == "bravo"
@@ -46,8 +53,7 @@ def test_order_naming_an_unknown_provider_falls_back(gateway, tenant, emulator):
 
 
 def test_order_naming_an_unknown_provider_without_fallbacks_is_an_error(gateway, tenant, emulator):
-    response = _chat(gateway, tenant.key,
-                     provider={"order": ["retired"], "allow_fallbacks": False})  # fmt: skip
+    response = _chat(gateway, tenant.key, provider={"order": ["retired"], "allow_fallbacks": False})
     assert response.status_code == 400
     assert "retired" in response.json()["error"]["message"]
     assert emulator.log() == []
@@ -74,9 +80,11 @@ def test_models_fallback_list_plans_the_next_model(gateway, tenant, emulator):
 
 def test_models_list_without_model_uses_its_first(gateway, tenant, emulator):
     response = httpx.post(
-        f"{gateway.api_url}/chat/completions", headers={"Authorization": f"Bearer {tenant.key}"},
-        json={"models": [TEST_MODEL], "messages": USER}, timeout=30,
-    )  # fmt: skip
+        f"{gateway.api_url}/chat/completions",
+        headers={"Authorization": f"Bearer {tenant.key}"},
+        json={"models": [TEST_MODEL], "messages": USER},
+        timeout=30,
+    )
     assert response.status_code == 200, response.text
 
 
@@ -96,10 +104,12 @@ def test_models_fallback_all_unknown_is_the_first_models_error(gateway, tenant, 
 
 def test_usage_include_streams_the_usage_chunk(gateway, tenant, emulator):
     with httpx.stream(
-        "POST", f"{gateway.api_url}/chat/completions",
-        headers={"Authorization": f"Bearer {tenant.key}"}, timeout=30,
+        "POST",
+        f"{gateway.api_url}/chat/completions",
+        headers={"Authorization": f"Bearer {tenant.key}"},
+        timeout=30,
         json={"model": TEST_MODEL, "messages": USER, "stream": True, "usage": {"include": True}},
-    ) as response:  # fmt: skip
+    ) as response:
         lines = [line for line in response.iter_lines() if line.startswith("data: {")]
     assert '"usage":{"prompt_tokens"' in lines[-1]
 
@@ -130,8 +140,9 @@ def test_v1_base_url_without_api(gateway, tenant, emulator):
 @pytest.mark.parametrize("path", ["/api/v1/nothing", "/v1/nothing", "/api/other"])
 def test_unknown_api_paths_are_json_404s(gateway, path, method):
     # POST, PUT, PATCH and DELETE were Django's CSRF page (HTML 403): found by fuzzing.
-    response = httpx.request(method, gateway.base_url + path, json={},
-                             headers={"Authorization": "Bearer x"})  # fmt: skip
+    response = httpx.request(
+        method, gateway.base_url + path, json={}, headers={"Authorization": "Bearer x"}
+    )
     assert response.status_code == 404
     assert response.json()["error"]["message"]
 
@@ -144,8 +155,9 @@ def test_wrong_method_is_a_405_with_allow(gateway, path):
     assert response.json()["error"]["type"] == "invalid_request_error"
 
 
-@pytest.mark.parametrize("path", ["/api/v1/models", f"/v1/models/{TEST_MODEL}",
-                                  f"/api/v1/models/{TEST_MODEL}/endpoints"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path", ["/api/v1/models", f"/v1/models/{TEST_MODEL}", f"/api/v1/models/{TEST_MODEL}/endpoints"]
+)
 def test_head_on_a_read_route_is_a_get_without_body(gateway, path):
     # Was a 405 (found by fuzzing): HTTP says a server that answers GET answers HEAD.
     head = httpx.head(gateway.base_url + path)
@@ -158,8 +170,9 @@ def test_head_on_a_read_route_is_a_get_without_body(gateway, path):
 @pytest.mark.parametrize("path", ["/api/v1/activity", "/api/v1/generation?id=x"])
 def test_a_wrong_method_on_a_drf_route_is_a_request_error(gateway, tenant, path):
     # Said api_error, where the chat routes say invalid_request_error (found by fuzzing).
-    response = httpx.put(gateway.base_url + path, json={},
-                         headers={"Authorization": f"Bearer {tenant.key}"})  # fmt: skip
+    response = httpx.put(
+        gateway.base_url + path, json={}, headers={"Authorization": f"Bearer {tenant.key}"}
+    )
     assert response.status_code == 405
     assert response.json()["error"]["type"] == "invalid_request_error"
 
@@ -175,8 +188,9 @@ def test_key_endpoint_reports_limit_and_spend(gateway, tenant, client):
     auth._unknown.clear()
     reply = client.chat.completions.create(model=TEST_MODEL, messages=USER)
     spent = float(wait_finished(reply.id).cost_usd)
-    data = httpx.get(f"{gateway.api_url}/key",
-                     headers={"Authorization": f"Bearer {tenant.key}"}).json()["data"]  # fmt: skip
+    data = httpx.get(
+        f"{gateway.api_url}/key", headers={"Authorization": f"Bearer {tenant.key}"}
+    ).json()["data"]
     assert data["limit"] == 5.0
     assert data["usage"] == pytest.approx(spent)
     assert data["limit_remaining"] == pytest.approx(5.0 - spent)

@@ -17,16 +17,20 @@ WEATHER = {
     "function": {
         "name": "get_weather",
         "description": "Weather for a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                       "required": ["city"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
     },
-}  # fmt: skip
+}
 ASK = [{"role": "user", "content": "What is the weather in Paris? Use get_weather."}]
 
 
 def test_reasoning_kept_in_a_non_streaming_reply(client):
-    reply = client.chat.completions.create(model=TEST_MODEL, messages=ASK[:1],
-                                           reasoning_effort="low")  # fmt: skip
+    reply = client.chat.completions.create(
+        model=TEST_MODEL, messages=ASK[:1], reasoning_effort="low"
+    )
     message = reply.choices[0].message
     assert message.model_extra["reasoning_content"] == "Let me think about this step"
     assert message.content.startswith("lorem")
@@ -84,24 +88,30 @@ def test_tool_call_round_trip(client, emulator, stream):
 
 def test_tool_choice_required_forces_a_call(client):
     reply = client.chat.completions.create(
-        model=TEST_MODEL, messages=[{"role": "user", "content": "hi"}], tools=[WEATHER],
+        model=TEST_MODEL,
+        messages=[{"role": "user", "content": "hi"}],
+        tools=[WEATHER],
         tool_choice="required",
-    )  # fmt: skip
+    )
     assert reply.choices[0].message.tool_calls[0].function.name == "get_weather"
 
 
 def _complete(client, messages, stream: bool) -> dict:
     """One turn as a dict: content, tool_calls (merged), finish_reason, id."""
     if not stream:
-        reply = client.chat.completions.create(model=TEST_MODEL, messages=messages,
-                                               tools=[WEATHER])  # fmt: skip
+        reply = client.chat.completions.create(model=TEST_MODEL, messages=messages, tools=[WEATHER])
         choice = reply.choices[0]
         calls = [c.model_dump(exclude_none=True) for c in choice.message.tool_calls or ()]
-        return {"content": choice.message.content, "tool_calls": calls,
-                "finish_reason": choice.finish_reason, "id": reply.id}  # fmt: skip
+        return {
+            "content": choice.message.content,
+            "tool_calls": calls,
+            "finish_reason": choice.finish_reason,
+            "id": reply.id,
+        }
     content, calls, finish, reply_id = "", {}, None, None
-    for chunk in client.chat.completions.create(model=TEST_MODEL, messages=messages,
-                                                tools=[WEATHER], stream=True):  # fmt: skip
+    for chunk in client.chat.completions.create(
+        model=TEST_MODEL, messages=messages, tools=[WEATHER], stream=True
+    ):
         reply_id = chunk.id
         choice = chunk.choices[0]
         content += choice.delta.content or ""
@@ -113,15 +123,23 @@ def _complete(client, messages, stream: bool) -> dict:
             merged["function"]["name"] += part.function.name or ""
             merged["function"]["arguments"] += part.function.arguments or ""
         finish = choice.finish_reason or finish
-    return {"content": content, "tool_calls": list(calls.values()), "finish_reason": finish,
-            "id": reply_id}  # fmt: skip
+    return {
+        "content": content,
+        "tool_calls": list(calls.values()),
+        "finish_reason": finish,
+        "id": reply_id,
+    }
 
 
 @pytest.mark.parametrize(
     "chunk",
-    [b'{"choices": "oops"}', b'{"choices": ["oops"]}', b'{"choices": [{"delta": ["x"]}]}',
-     b'{"choices": [{"index": 0, "message": "x"}]}'],
-)  # fmt: skip
+    [
+        b'{"choices": "oops"}',
+        b'{"choices": ["oops"]}',
+        b'{"choices": [{"delta": ["x"]}]}',
+        b'{"choices": [{"index": 0, "message": "x"}]}',
+    ],
+)
 def test_a_chunk_of_another_shape_fails_the_stream_not_the_gateway(chunk):
     """A provider's malformed chunk is an upstream failure (retried before the first
     token, an error chunk after), as a chunk that is not JSON is: not a 500."""

@@ -27,10 +27,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _chat(api_url: str, key: str, stream: bool = False) -> httpx.Response:
-    body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}],
-            "stream": stream}  # fmt: skip
-    return httpx.post(f"{api_url}/chat/completions", json=body,
-                      headers={"Authorization": f"Bearer {key}"}, timeout=20)  # fmt: skip
+    body = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": stream}
+    return httpx.post(
+        f"{api_url}/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=20,
+    )
 
 
 class PrivateRedis:
@@ -44,10 +47,20 @@ class PrivateRedis:
 
     def start(self) -> PrivateRedis:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.ping():
@@ -78,8 +91,9 @@ class PrivateRedis:
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 def test_redis_stopped_calls_still_served_and_learning_catches_up(market, tenant, emulator):
     redis_server = PrivateRedis().start()
-    gateway = SubprocessGateway(env={"REDIS_URL": redis_server.url,
-                                           "UBERLLM_SHARED_KEY_PREFIX": "outage"})  # fmt: skip
+    gateway = SubprocessGateway(
+        env={"REDIS_URL": redis_server.url, "UBERLLM_SHARED_KEY_PREFIX": "outage"}
+    )
     gateway.start()
     try:
         assert _chat(gateway.api_url, tenant.key).status_code == 200
@@ -87,8 +101,9 @@ def test_redis_stopped_calls_still_served_and_learning_catches_up(market, tenant
         # The cheapest endpoint refuses while Redis is down: the gateway retries
         # elsewhere, serves, and marks alpha (in its memory now, in Redis later).
         emulator.control("alpha", status_override=500)
-        statuses = [_chat(gateway.api_url, tenant.key, stream=i % 2 == 0).status_code
-                    for i in range(20)]  # fmt: skip
+        statuses = [
+            _chat(gateway.api_url, tenant.key, stream=i % 2 == 0).status_code for i in range(20)
+        ]
         assert statuses == [200] * 20
         redis_server.start()
         deadline = time.monotonic() + 15
@@ -125,8 +140,7 @@ def test_database_locked_calls_served_rows_written_once_after(gateway, tenant, e
     locker = threading.Thread(target=_lock_activity_table, args=(6.0, locked))
     locker.start()
     assert locked.wait(5)
-    statuses = [_chat(gateway.api_url, tenant.key, stream=i % 2 == 0).status_code
-                for i in range(6)]  # fmt: skip
+    statuses = [_chat(gateway.api_url, tenant.key, stream=i % 2 == 0).status_code for i in range(6)]
     answered_while_locked = locker.is_alive()
     locker.join()
     assert statuses == [200] * 6

@@ -25,12 +25,20 @@ BOGUS_REPORTS = [
 
 
 def _call(gateway, tenant, *, stream: bool) -> httpx.Response:
-    body = {"model": TEST_MODEL, "stream": stream, "max_tokens": 6,
-            "messages": [{"role": "user", "content": "hello there"}]}  # fmt: skip
+    body = {
+        "model": TEST_MODEL,
+        "stream": stream,
+        "max_tokens": 6,
+        "messages": [{"role": "user", "content": "hello there"}],
+    }
     if stream:
         body["stream_options"] = {"include_usage": True}
-    return httpx.post(f"{gateway.api_url}/chat/completions", json=body, timeout=20,
-                      headers={"Authorization": f"Bearer {tenant.key}"})  # fmt: skip
+    return httpx.post(
+        f"{gateway.api_url}/chat/completions",
+        json=body,
+        timeout=20,
+        headers={"Authorization": f"Bearer {tenant.key}"},
+    )
 
 
 @pytest.mark.parametrize("report", BOGUS_REPORTS, ids=lambda r: str(r)[:40])

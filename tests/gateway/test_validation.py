@@ -29,27 +29,47 @@ MALFORMED = [
     ("n 1000", body(n=1000), "n"),
     ("content null", with_messages({"role": "user", "content": None}), "messages[0].content"),
     ("content missing", with_messages({"role": "user"}), "messages[0].content"),
-    ("unknown part type",
-     with_messages({"role": "user", "content": [{"type": "video", "video": {}}]}),
-     "messages[0].content[0].type"),
-    ("text part not a string",
-     with_messages({"role": "user", "content": [{"type": "text", "text": 5}]}),
-     "messages[0].content[0].text"),
-    ("tool message without tool_call_id",
-     with_messages(*USER, {"role": "tool", "content": "42"}), "messages[1].tool_call_id"),
-    ("max_tokens and max_completion_tokens",
-     body(max_tokens=5, max_completion_tokens=5), "max_tokens"),
-    ("stream_options without stream",
-     body(stream_options={"include_usage": True}), "stream_options"),
-    ("include_usage not a boolean",
-     body(stream=True, stream_options={"include_usage": "yes"}), "stream_options.include_usage"),
-    ("function tool without a name",
-     body(tools=[{"type": "function", "function": {"parameters": {}}}]),
-     "tools[0].function.name"),
+    (
+        "unknown part type",
+        with_messages({"role": "user", "content": [{"type": "video", "video": {}}]}),
+        "messages[0].content[0].type",
+    ),
+    (
+        "text part not a string",
+        with_messages({"role": "user", "content": [{"type": "text", "text": 5}]}),
+        "messages[0].content[0].text",
+    ),
+    (
+        "tool message without tool_call_id",
+        with_messages(*USER, {"role": "tool", "content": "42"}),
+        "messages[1].tool_call_id",
+    ),
+    (
+        "max_tokens and max_completion_tokens",
+        body(max_tokens=5, max_completion_tokens=5),
+        "max_tokens",
+    ),
+    (
+        "stream_options without stream",
+        body(stream_options={"include_usage": True}),
+        "stream_options",
+    ),
+    (
+        "include_usage not a boolean",
+        body(stream=True, stream_options={"include_usage": "yes"}),
+        "stream_options.include_usage",
+    ),
+    (
+        "function tool without a name",
+        body(tools=[{"type": "function", "function": {"parameters": {}}}]),
+        "tools[0].function.name",
+    ),
     ("unknown tool type", body(tools=[{"type": "magic", "magic": {}}]), "tools[0].type"),
-    ("tool_choice names a missing tool",
-     body(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "nope"}}),
-     "tool_choice"),
+    (
+        "tool_choice names a missing tool",
+        body(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "nope"}}),
+        "tool_choice",
+    ),
     ("tool_choice without tools", body(tool_choice="auto"), "tool_choice"),
     ("unknown response_format", body(response_format={"type": "yaml"}), "response_format"),
     ("string response_format", body(response_format="json"), "response_format"),
@@ -58,23 +78,25 @@ MALFORMED = [
     ("n 2", body(n=2), "n"),
     ("top_logprobs without logprobs", body(top_logprobs=2), "top_logprobs"),
     ("stop not strings", body(stop=[1]), "stop"),
-    ("assistant tool call without id",
-     with_messages(*USER, {"role": "assistant", "tool_calls": [{"function": {}}]}),
-     "messages[1].tool_calls[0]"),
+    (
+        "assistant tool call without id",
+        with_messages(*USER, {"role": "assistant", "tool_calls": [{"function": {}}]}),
+        "messages[1].tool_calls[0]",
+    ),
     ("models not a list", body(models="a"), "models"),
     ("usage not an object", body(usage=True), "usage"),
-]  # fmt: skip
+]
 
 
 def _post(gateway, key, **kwargs):
     headers = {"Authorization": f"Bearer {key}", **kwargs.pop("headers", {})}
-    return httpx.post(f"{gateway.api_url}/chat/completions", headers=headers, timeout=30,
-                      **kwargs)  # fmt: skip
+    return httpx.post(f"{gateway.api_url}/chat/completions", headers=headers, timeout=30, **kwargs)
 
 
 @pytest.mark.parametrize(("name", "payload", "param"), MALFORMED, ids=[c[0] for c in MALFORMED])
-def test_malformed_request_is_a_400_naming_the_param(gateway, tenant, emulator, name, payload,
-                                                     param):  # fmt: skip
+def test_malformed_request_is_a_400_naming_the_param(
+    gateway, tenant, emulator, name, payload, param
+):
     response = _post(gateway, tenant.key, json=payload)
     assert response.status_code == 400, response.text
     assert response.headers["content-type"] == "application/json"
@@ -93,8 +115,9 @@ def test_n_above_one_says_only_one_choice(gateway, tenant, emulator):
 def test_text_plain_content_type_is_a_json_415(gateway, tenant, emulator):
     import orjson
 
-    response = _post(gateway, tenant.key, content=orjson.dumps(body()),
-                     headers={"Content-Type": "text/plain"})  # fmt: skip
+    response = _post(
+        gateway, tenant.key, content=orjson.dumps(body()), headers={"Content-Type": "text/plain"}
+    )
     assert response.status_code == 415
     assert "application/json" in response.json()["error"]["message"]
     assert emulator.log() == []
@@ -103,21 +126,43 @@ def test_text_plain_content_type_is_a_json_415(gateway, tenant, emulator):
 VALID = [
     ("temperature bounds", body(temperature=2, top_p=0)),
     ("n 1", body(n=1)),
-    ("assistant tool call round trip", with_messages(
-        *USER,
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "get_weather", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
-    )),
-    ("parts", with_messages({"role": "user", "content": [
-        {"type": "text", "text": "look"},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]})),
-    ("tools and a named tool_choice",
-     body(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}})),
+    (
+        "assistant tool call round trip",
+        with_messages(
+            *USER,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+        ),
+    ),
+    (
+        "parts",
+        with_messages(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "look"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                ],
+            }
+        ),
+    ),
+    (
+        "tools and a named tool_choice",
+        body(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}}),
+    ),
     ("unknown top-level fields pass", body(top_k=5, transforms=[], reasoning={"effort": "low"})),
     ("stream with stream_options", body(stream=True, stream_options={"include_usage": True})),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("name", "payload"), VALID, ids=[c[0] for c in VALID])
@@ -132,8 +177,9 @@ def test_valid_requests_pass(gateway, tenant, emulator, name, payload):
 def test_valid_response_format_reaches_routing(gateway, tenant, emulator):
     """A well-formed json_schema passes validation; the test catalog has no endpoint
     supporting response_format, so routing answers 404 (not a 400)."""
-    payload = body(response_format={"type": "json_schema",
-                                    "json_schema": {"name": "x", "schema": {}}})  # fmt: skip
+    payload = body(
+        response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}
+    )
     response = _post(gateway, tenant.key, json=payload)
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "unsupported_parameters"

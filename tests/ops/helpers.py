@@ -12,8 +12,12 @@ from ..support import TEST_MODEL
 
 def chat(base_url: str, key: str, **body) -> httpx.Response:
     payload = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}], **body}
-    return httpx.post(f"{base_url}/api/v1/chat/completions", json=payload,
-                      headers={"Authorization": f"Bearer {key}"}, timeout=30)  # fmt: skip
+    return httpx.post(
+        f"{base_url}/api/v1/chat/completions",
+        json=payload,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
 
 
 def status_within(base_url: str, key: str, expected: int, seconds: float = 1.0, **body) -> int:

@@ -30,11 +30,15 @@ def _add_endpoint(emulator_url: str, slug: str):
 
     provider = Provider.objects.create(slug=slug, name=slug.title())
     return Endpoint.objects.create(
-        provider=provider, model=Model.objects.get(slug=TEST_MODEL),
-        base_url=f"{emulator_url}/charlie/v1", context_length=200_000,
-        price_input="0.05", price_cache_read="0.005", price_cache_write="0",
+        provider=provider,
+        model=Model.objects.get(slug=TEST_MODEL),
+        base_url=f"{emulator_url}/charlie/v1",
+        context_length=200_000,
+        price_input="0.05",
+        price_cache_read="0.005",
+        price_cache_write="0",
         price_output="0.20",
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -64,8 +68,9 @@ def test_a_model_added_while_idle_serves_its_first_request(idle_gateway, emulato
     from providers.models import Model
 
     assert chat(idle_gateway, tenant.key).status_code == 200
-    Model.objects.create(slug="test/model-new", name="New", list_price_input="0.5",
-                         list_price_output="1.5")  # fmt: skip
+    Model.objects.create(
+        slug="test/model-new", name="New", list_price_input="0.5", list_price_output="1.5"
+    )
     endpoint = _add_endpoint(emulator.base_url, "delta")
     endpoint.model = Model.objects.get(slug="test/model-new")
     endpoint.upstream_model = TEST_MODEL  # what the emulator serves

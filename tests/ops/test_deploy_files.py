@@ -41,6 +41,7 @@ def test_nginx_accepts_the_rendered_config(tmp_path):
     (tmp_path / "logs").mkdir()
     (tmp_path / "tmp").mkdir()
     (tmp_path / "nginx.conf").write_text(render_nginx_config("127.0.0.1:1", ["127.0.0.1:2"]))
-    result = subprocess.run([nginx, "-t", "-p", f"{tmp_path}/", "-c", "nginx.conf"],
-                            capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [nginx, "-t", "-p", f"{tmp_path}/", "-c", "nginx.conf"], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr

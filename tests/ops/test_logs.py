@@ -75,19 +75,31 @@ def test_log_format_setting_selects_json_lines_for_the_whole_process():
         "from common.logs import bind_generation_id; bind_generation_id('gen-9'); "
         "logging.getLogger('uberllm.test').warning('hello %s', 'world')"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "uberllm.settings", "LOG_FORMAT": "json",
-           "UBERLLM_READ_DOT_ENV": "false"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "uberllm.settings",
+        "LOG_FORMAT": "json",
+        "UBERLLM_READ_DOT_ENV": "false",
+    }
     result = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=settings.BASE_DIR, capture_output=True,
-        text=True, check=True,
-    )  # fmt: skip
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     record = orjson.loads(result.stderr.strip().splitlines()[-1])
     assert record["message"] == "hello world"
     assert record["generation_id"] == "gen-9"
     text = subprocess.run(
-        [sys.executable, "-c", code], env={**env, "LOG_FORMAT": "text"}, cwd=settings.BASE_DIR,
-        capture_output=True, text=True, check=True,
-    ).stderr  # fmt: skip
+        [sys.executable, "-c", code],
+        env={**env, "LOG_FORMAT": "text"},
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stderr
     assert "WARNING uberllm.test [gen-9] hello world" in text
 
 

@@ -41,10 +41,21 @@ def scrape(base_url: str, token: str = TOKEN) -> httpx.Response:
 
 def record_one_call(provider: str = "alpha") -> None:
     metrics.observe_call(
-        model="test/model-a", provider=provider, status="success", protocol="stream",
-        bucket="lt32k", ttft_s=0.3, total_s=1.5, attempts=3, retries=1, hedged=True,
-        hedge_won=True, cancelled=False, cost_usd=0.002, platform_cost_usd=0.0005,
-    )  # fmt: skip
+        model="test/model-a",
+        provider=provider,
+        status="success",
+        protocol="stream",
+        bucket="lt32k",
+        ttft_s=0.3,
+        total_s=1.5,
+        attempts=3,
+        retries=1,
+        hedged=True,
+        hedge_won=True,
+        cancelled=False,
+        cost_usd=0.002,
+        platform_cost_usd=0.0005,
+    )
 
 
 def test_scrape_shows_what_the_functions_recorded(gateway, metrics_token):

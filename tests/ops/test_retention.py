@@ -33,8 +33,9 @@ def test_the_beat_task_prunes_old_samples_and_probe_results(market):
     fresh = speed_samples(endpoint, [max_age - 60, 1])
     days = settings.UBERLLM["PROBE_RESULT_MAX_AGE_DAYS"]
     for cycle, age_days in ((1, days + 1), (2, days - 1)):
-        probe = ProbeResult.objects.create(cycle=cycle, endpoint=endpoint, prompt_tokens=20_000,
-                                           status="ok")  # fmt: skip
+        probe = ProbeResult.objects.create(
+            cycle=cycle, endpoint=endpoint, prompt_tokens=20_000, status="ok"
+        )
         ProbeResult.objects.filter(id=probe.id).update(
             created_at=timezone.now() - timedelta(days=age_days)
         )

@@ -83,8 +83,11 @@ def test_protocol_imported_exported_and_checked(tmp_path):
     catalog_import(data=data)
     exported = catalog_export()
     protocols = {e["provider"]: e["protocol"] for e in exported["models"][0]["endpoints"]}
-    assert protocols == {"alpha": "anthropic_messages", "bravo": "openai_chat",
-                         "charlie": "openai_chat"}  # fmt: skip
+    assert protocols == {
+        "alpha": "anthropic_messages",
+        "bravo": "openai_chat",
+        "charlie": "openai_chat",
+    }
     data["models"][0]["endpoints"][1]["protocol"] = "grpc"
     with pytest.raises(ValidationError):
         catalog_import(data=data)
@@ -120,12 +123,21 @@ def test_admin_post_without_the_protocol_keeps_it(admin_user):
     client = Client()
     client.force_login(admin_user)
     data = {
-        "provider": endpoint.provider_id, "model": endpoint.model_id,
-        "base_url": endpoint.base_url, "upstream_model": "", "credential_env": "",
-        "context_length": 1000, "max_output_tokens": "", "supported_parameters": ["tools"],
-        "price_input": "0.1", "price_cache_read": "0.01", "price_cache_write": "0",
-        "price_output": "0.4", "cache_ttl_s": 300, "enabled": "on",
-    }  # fmt: skip
+        "provider": endpoint.provider_id,
+        "model": endpoint.model_id,
+        "base_url": endpoint.base_url,
+        "upstream_model": "",
+        "credential_env": "",
+        "context_length": 1000,
+        "max_output_tokens": "",
+        "supported_parameters": ["tools"],
+        "price_input": "0.1",
+        "price_cache_read": "0.01",
+        "price_cache_write": "0",
+        "price_output": "0.4",
+        "cache_ttl_s": 300,
+        "enabled": "on",
+    }
     response = client.post(f"/admin/providers/endpoint/{endpoint.id}/change/", data)
     assert response.status_code == 302
     endpoint.refresh_from_db()

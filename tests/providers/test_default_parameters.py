@@ -10,14 +10,26 @@ pytestmark = pytest.mark.django_db
 
 
 def _catalog(**endpoint_fields) -> dict:
-    endpoint = {"provider": "p", "base_url": "https://api.example.com/v1", "price_input": "1",
-                "price_cache_read": "0", "price_cache_write": "0", "price_output": "2",
-                **endpoint_fields}  # fmt: skip
+    endpoint = {
+        "provider": "p",
+        "base_url": "https://api.example.com/v1",
+        "price_input": "1",
+        "price_cache_read": "0",
+        "price_cache_write": "0",
+        "price_output": "2",
+        **endpoint_fields,
+    }
     return {
         "providers": [{"slug": "p"}],
-        "models": [{"slug": "m/x", "list_price_input": "1", "list_price_output": "2",
-                    "endpoints": [endpoint]}],
-    }  # fmt: skip
+        "models": [
+            {
+                "slug": "m/x",
+                "list_price_input": "1",
+                "list_price_output": "2",
+                "endpoints": [endpoint],
+            }
+        ],
+    }
 
 
 def test_import_without_supported_parameters_gets_the_defaults():

@@ -20,32 +20,59 @@ from providers.protocols.usage import read_usage
 
 
 def _request(**fields):
-    return {"model": "m/x", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
-            **fields}  # fmt: skip
+    return {
+        "model": "m/x",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+        **fields,
+    }
 
 
 def test_blocks_become_chat_messages():
-    body = wire.to_chat_body(_request(
-        system=[{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
-        messages=[
-            {"role": "user", "content": [
-                {"type": "text", "text": "Look"},
-                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                             "data": "AAAA"}}]},
-            {"role": "assistant", "content": [
-                {"type": "thinking", "thinking": "hmm", "signature": "s"},
-                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}]},
-            {"role": "user", "content": [
-                {"type": "text", "text": "and"},
-                {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
-                 "content": [{"type": "text", "text": "boom"}]}]},
-        ],
-        stop_sequences=["a", "b", "c", "d", "e"], metadata={"user_id": "u1"},
-        tools=[{"name": "f", "input_schema": {"type": "object"}},
-               {"type": "web_search_20250305", "name": "web_search"}],
-        tool_choice={"type": "any", "disable_parallel_tool_use": True},
-        thinking={"type": "enabled", "budget_tokens": 2048},
-    ))  # fmt: skip
+    body = wire.to_chat_body(
+        _request(
+            system=[{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Look"},
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"},
+                        },
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "hmm", "signature": "s"},
+                        {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "and"},
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_1",
+                            "is_error": True,
+                            "content": [{"type": "text", "text": "boom"}],
+                        },
+                    ],
+                },
+            ],
+            stop_sequences=["a", "b", "c", "d", "e"],
+            metadata={"user_id": "u1"},
+            tools=[
+                {"name": "f", "input_schema": {"type": "object"}},
+                {"type": "web_search_20250305", "name": "web_search"},
+            ],
+            tool_choice={"type": "any", "disable_parallel_tool_use": True},
+            thinking={"type": "enabled", "budget_tokens": 2048},
+        )
+    )
     system, user, assistant, tool, user_after = body["messages"]
     assert system == {
         "role": "system",
@@ -73,27 +100,67 @@ def test_blocks_become_chat_messages():
         ({"model": "m/x", "messages": [{"role": "user", "content": "hi"}]}, "max_tokens"),
         (_request(model=""), "model"),
         (_request(messages=[{"role": "robot", "content": "x"}]), "messages[0].role"),
-        (_request(messages=[{"role": "user", "content": [{"type": "video"}]}]),
-         "messages[0].content[0]"),
+        (
+            _request(messages=[{"role": "user", "content": [{"type": "video"}]}]),
+            "messages[0].content[0]",
+        ),
         (_request(stop_sequences="x"), "stop_sequences"),
         (_request(metadata="u1"), "metadata"),
-        (_request(messages=[{"role": "user", "content": [{"type": "image", "source": "x"}]}]),
-         "messages[0].content[0].source"),
-        (_request(messages=[{"role": "user", "content": [
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                         "data": ["AAAA"]}}]}]),
-         "messages[0].content[0].source.data"),
-        (_request(messages=[{"role": "user", "content": [{"type": "document", "source": 1}]}]),
-         "messages[0].content[0].source"),
-        (_request(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": None, "signature": "s"}]}]),
-         "messages[1].content[0].thinking"),
-        (_request(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "t1", "name": "f", "input": "{}"}]}]),
-         "messages[1].content[0].input"),
+        (
+            _request(messages=[{"role": "user", "content": [{"type": "image", "source": "x"}]}]),
+            "messages[0].content[0].source",
+        ),
+        (
+            _request(
+                messages=[
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "image",
+                                "source": {
+                                    "type": "base64",
+                                    "media_type": "image/png",
+                                    "data": ["AAAA"],
+                                },
+                            }
+                        ],
+                    }
+                ]
+            ),
+            "messages[0].content[0].source.data",
+        ),
+        (
+            _request(messages=[{"role": "user", "content": [{"type": "document", "source": 1}]}]),
+            "messages[0].content[0].source",
+        ),
+        (
+            _request(
+                messages=[
+                    {"role": "user", "content": "q"},
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "thinking", "thinking": None, "signature": "s"}],
+                    },
+                ]
+            ),
+            "messages[1].content[0].thinking",
+        ),
+        (
+            _request(
+                messages=[
+                    {"role": "user", "content": "q"},
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": "{}"}],
+                    },
+                ]
+            ),
+            "messages[1].content[0].input",
+        ),
         (_request(metadata=[{"user_id": "u1"}]), "metadata"),
     ],
-)  # fmt: skip
+)
 def test_malformed_messages_requests(request_body, param):
     with pytest.raises(ProtocolError) as caught:
         wire.to_chat_body(request_body)
@@ -111,19 +178,32 @@ def _events(raw: bytes) -> list[tuple[str, dict]]:
 
 def test_stream_renderer_blocks_in_order():
     renderer = wire.StreamRenderer("gen-1", "m/x", 12)
-    raw = renderer.start() + b"".join(renderer.render(e) for e in [
-        ReasoningDelta("Let"), ReasoningDelta(" me"), TextDelta("Hi"),
-        ToolCallStart(0, "call_1", "f"), ToolCallDelta(0, '{"a"'), ToolCallDelta(0, ":1}"),
-        Finish("tool_calls"), UsageReport(20, 7, cached_tokens=5),
-    ]) + renderer.finish()  # fmt: skip
+    raw = (
+        renderer.start()
+        + b"".join(
+            renderer.render(e)
+            for e in [
+                ReasoningDelta("Let"),
+                ReasoningDelta(" me"),
+                TextDelta("Hi"),
+                ToolCallStart(0, "call_1", "f"),
+                ToolCallDelta(0, '{"a"'),
+                ToolCallDelta(0, ":1}"),
+                Finish("tool_calls"),
+                UsageReport(20, 7, cached_tokens=5),
+            ]
+        )
+        + renderer.finish()
+    )
     events = _events(raw)
     names = [n for n, _ in events]
     assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
     starts = [d["content_block"]["type"] for n, d in events if n == "content_block_start"]
     assert starts == ["thinking", "text", "tool_use"]
     assert names.count("content_block_stop") == 3
-    partial = "".join(d["delta"].get("partial_json", "") for n, d in events
-                      if n == "content_block_delta")  # fmt: skip
+    partial = "".join(
+        d["delta"].get("partial_json", "") for n, d in events if n == "content_block_delta"
+    )
     assert partial == '{"a":1}'
     delta = events[-2][1]
     assert delta["delta"]["stop_reason"] == "tool_use"
@@ -137,8 +217,9 @@ def test_stream_renderer_blocks_in_order():
 
 def test_stream_error_is_an_error_event():
     renderer = wire.StreamRenderer("gen-1", "m/x", 1)
-    names = [n for n, _ in _events(renderer.render(TextDelta("a"))
-                                   + renderer.render(StreamError("cut")))]  # fmt: skip
+    names = [
+        n for n, _ in _events(renderer.render(TextDelta("a")) + renderer.render(StreamError("cut")))
+    ]
     assert names[-1] == "error"
 
 
@@ -164,17 +245,26 @@ def test_openai_chunk_events():
         "usage": {"prompt_tokens": 3, "completion_tokens": 2},
     }
     assert openai_chat.events_from_chunk(chunk) == [
-        ReasoningDelta("r"), ToolCallStart(1, "c", "f"), ToolCallDelta(1, "{"),
-        Finish("tool_calls"), UsageReport(3, 2),
-    ]  # fmt: skip
+        ReasoningDelta("r"),
+        ToolCallStart(1, "c", "f"),
+        ToolCallDelta(1, "{"),
+        Finish("tool_calls"),
+        UsageReport(3, 2),
+    ]
     assert openai_chat.events_from_chunk({"error": {"message": "x"}}) == [StreamError("x")]
 
 
 @pytest.mark.parametrize(
     ("status", "kind"),
-    [(400, "invalid_request_error"), (401, "authentication_error"), (402, "billing_error"),
-     (429, "rate_limit_error"), (503, "overloaded_error"), (502, "api_error")],
-)  # fmt: skip
+    [
+        (400, "invalid_request_error"),
+        (401, "authentication_error"),
+        (402, "billing_error"),
+        (429, "rate_limit_error"),
+        (503, "overloaded_error"),
+        (502, "api_error"),
+    ],
+)
 def test_error_types(status, kind):
     assert wire.error_body(status, "m") == {
         "type": "error",
@@ -185,37 +275,66 @@ def test_error_types(status, kind):
 # --- upstreams that speak Messages: the neutral request -> Messages, its SSE -> chunks ---------
 def test_chat_body_becomes_a_messages_request():
     body = {
-        "model": "claude-x", "stream": True, "max_tokens": 50, "temperature": 1.5,
-        "stop": "END", "user": "u-1", "parallel_tool_calls": False, "seed": 3,
+        "model": "claude-x",
+        "stream": True,
+        "max_tokens": 50,
+        "temperature": 1.5,
+        "stop": "END",
+        "user": "u-1",
+        "parallel_tool_calls": False,
+        "seed": 3,
         "messages": [
-            {"role": "system", "content": [{"type": "text", "text": "Be brief.",
-                                            "cache_control": {"type": "ephemeral"}}]},
-            {"role": "user", "content": [
-                {"type": "text", "text": "Look"},
-                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-                {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}]},
-            {"role": "assistant", "content": None, "reasoning_content": "hmm",
-             "tool_calls": [{"id": "t1", "type": "function",
-                             "function": {"name": "f", "arguments": '{"a": 1}'}}]},
+            {
+                "role": "system",
+                "content": [
+                    {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Look"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                    {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": None,
+                "reasoning_content": "hmm",
+                "tool_calls": [
+                    {
+                        "id": "t1",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": '{"a": 1}'},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": "t1", "content": "42"},
             {"role": "user", "content": "thanks"},
         ],
-        "tools": [{"type": "function", "function": {"name": "f", "parameters": {
-            "type": "object"}}}],
+        "tools": [
+            {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+        ],
         "tool_choice": "required",
-    }  # fmt: skip
+    }
     request = wire.from_chat_body(body)
-    assert request["system"] == [{"type": "text", "text": "Be brief.",
-                                  "cache_control": {"type": "ephemeral"}}]  # fmt: skip
+    assert request["system"] == [
+        {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+    ]
     assert [m["role"] for m in request["messages"]] == ["user", "assistant", "user"]
     user, assistant, results = request["messages"]
     assert [b["type"] for b in user["content"]] == ["text", "image", "image"]
-    assert user["content"][1]["source"] == {"type": "base64", "media_type": "image/png",
-                                            "data": "AAAA"}  # fmt: skip
+    assert user["content"][1]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": "AAAA",
+    }
     assert user["content"][2]["source"] == {"type": "url", "url": "https://x.test/a.png"}
     # earlier thinking is dropped (no signature to send back)
-    assert assistant["content"] == [{"type": "tool_use", "id": "t1", "name": "f",
-                                     "input": {"a": 1}}]  # fmt: skip
+    assert assistant["content"] == [
+        {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}
+    ]
     assert results["content"] == [
         {"type": "tool_result", "tool_use_id": "t1", "content": "42"},
         {"type": "text", "text": "thanks"},
@@ -240,8 +359,13 @@ def test_chat_body_becomes_a_messages_request():
     ],
 )
 def test_thinking_budget_from_the_neutral_request(fields, thinking, max_tokens):
-    body = {"model": "m", "max_tokens": 100, "temperature": 0.5,
-            "messages": [{"role": "user", "content": "hi"}], **fields}  # fmt: skip
+    body = {
+        "model": "m",
+        "max_tokens": 100,
+        "temperature": 0.5,
+        "messages": [{"role": "user", "content": "hi"}],
+        **fields,
+    }
     request = wire.from_chat_body(body)
     assert request.get("thinking") == thinking
     assert request["max_tokens"] == max_tokens
@@ -261,49 +385,88 @@ def _sse(*events):
 def test_upstream_stream_read_into_openai_chunks():
     reader = wire.UpstreamReader()
     events = _sse(
-        {"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {
-            "input_tokens": 10, "cache_read_input_tokens": 100,
-            "cache_creation_input_tokens": 50, "output_tokens": 1}}},
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "model": "claude-x",
+                "usage": {
+                    "input_tokens": 10,
+                    "cache_read_input_tokens": 100,
+                    "cache_creation_input_tokens": 50,
+                    "output_tokens": 1,
+                },
+            },
+        },
         {"type": "ping"},
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "thinking", "thinking": ""}},
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "thinking_delta", "thinking": "Hmm"}},
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "signature_delta", "signature": "sig"}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "Hmm"},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "signature_delta", "signature": "sig"},
+        },
         {"type": "content_block_stop", "index": 0},
         {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
         {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
         {"type": "content_block_stop", "index": 1},
-        {"type": "content_block_start", "index": 2, "content_block": {
-            "type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}},
-        {"type": "content_block_delta", "index": 2,
-         "delta": {"type": "input_json_delta", "partial_json": '{"a":'}},
-        {"type": "content_block_delta", "index": 2,
-         "delta": {"type": "input_json_delta", "partial_json": " 1}"}},
+        {
+            "type": "content_block_start",
+            "index": 2,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": '{"a":'},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": " 1}"},
+        },
         {"type": "content_block_stop", "index": 2},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
-         "usage": {"output_tokens": 30}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 30},
+        },
         {"type": "message_stop"},
-    )  # fmt: skip
+    )
     chunks = [c for data in events for c in reader.feed(data)]
     assert chunks[-1] == b"[DONE]"
     parsed = [_read_usage(orjson.loads(c)) for c in chunks[:-1]]
     events_out = [e for chunk in parsed for e in openai_chat.events_from_chunk(chunk)]
     assert events_out == [
-        ReasoningDelta("Hmm"), ReasoningSignature("sig"), TextDelta("Hi"),
+        ReasoningDelta("Hmm"),
+        ReasoningSignature("sig"),
+        TextDelta("Hi"),
         ToolCallStart(0, "toolu_1", "f"),
-        ToolCallDelta(0, '{"a":'), ToolCallDelta(0, " 1}"), Finish("tool_calls"),
-        UsageReport(prompt_tokens=160, completion_tokens=30, cached_tokens=100,
-                    cache_write_tokens=50),
-    ]  # fmt: skip
+        ToolCallDelta(0, '{"a":'),
+        ToolCallDelta(0, " 1}"),
+        Finish("tool_calls"),
+        UsageReport(
+            prompt_tokens=160, completion_tokens=30, cached_tokens=100, cache_write_tokens=50
+        ),
+    ]
     assert parsed[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
 
 
 def test_upstream_error_event_becomes_an_error_chunk():
     reader = wire.UpstreamReader()
-    (chunk,) = reader.feed(orjson.dumps({"type": "error", "error": {
-        "type": "overloaded_error", "message": "Overloaded"}}))  # fmt: skip
+    (chunk,) = reader.feed(
+        orjson.dumps(
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        )
+    )
     assert openai_chat.events_from_chunk(orjson.loads(chunk)) == [
         StreamError("overloaded_error: Overloaded")
     ]
@@ -320,19 +483,29 @@ def _read_usage(chunk: dict) -> dict:
 
 def test_upstream_whole_message_read_as_a_stream():
     reader = wire.UpstreamReader()
-    message = {"id": "msg_2", "type": "message", "role": "assistant", "model": "c",
-               "content": [{"type": "text", "text": "Hello"},
-                           {"type": "tool_use", "id": "t", "name": "f", "input": {"x": 1}}],
-               "stop_reason": "max_tokens",
-               "usage": {"input_tokens": 5, "output_tokens": 7}}  # fmt: skip
+    message = {
+        "id": "msg_2",
+        "type": "message",
+        "role": "assistant",
+        "model": "c",
+        "content": [
+            {"type": "text", "text": "Hello"},
+            {"type": "tool_use", "id": "t", "name": "f", "input": {"x": 1}},
+        ],
+        "stop_reason": "max_tokens",
+        "usage": {"input_tokens": 5, "output_tokens": 7},
+    }
     chunks = reader.message(orjson.dumps(message))
     assert chunks[-1] == b"[DONE]"
     parsed = [_read_usage(orjson.loads(c)) for c in chunks[:-1]]
     events = [e for chunk in parsed for e in openai_chat.events_from_chunk(chunk)]
     assert events == [
-        TextDelta("Hello"), ToolCallStart(0, "t", "f"), ToolCallDelta(0, '{"x":1}'),
-        Finish("length"), UsageReport(prompt_tokens=5, completion_tokens=7),
-    ]  # fmt: skip
+        TextDelta("Hello"),
+        ToolCallStart(0, "t", "f"),
+        ToolCallDelta(0, '{"x":1}'),
+        Finish("length"),
+        UsageReport(prompt_tokens=5, completion_tokens=7),
+    ]
 
 
 def test_upstream_headers_carry_the_key_as_x_api_key():
@@ -347,11 +520,16 @@ def test_upstream_headers_carry_the_key_as_x_api_key():
 
 
 def test_messages_usage_rendered_with_cache_writes():
-    usage = UsageReport(prompt_tokens=160, completion_tokens=3, cached_tokens=100,
-                        cache_write_tokens=50)  # fmt: skip
+    usage = UsageReport(
+        prompt_tokens=160, completion_tokens=3, cached_tokens=100, cache_write_tokens=50
+    )
     rendered = wire.render_message("m", "x", [usage], 0)["usage"]
-    assert rendered == {"input_tokens": 10, "output_tokens": 3, "cache_read_input_tokens": 100,
-                        "cache_creation_input_tokens": 50}  # fmt: skip
+    assert rendered == {
+        "input_tokens": 10,
+        "output_tokens": 3,
+        "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 50,
+    }
 
 
 def test_thinking_signature_round_trip():
@@ -361,19 +539,32 @@ def test_thinking_signature_round_trip():
     out = renderer.render(ReasoningDelta("Hmm")) + renderer.render(ReasoningSignature("s1"))
     out += renderer.render(TextDelta("ok"))
     assert b'"signature_delta","signature":"s1"' in out
-    body = wire.to_chat_body(_request(messages=[
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "Hmm", "signature": "s1"},
-            {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
-                                      "content": "1"}]},
-    ]))  # fmt: skip
+    body = wire.to_chat_body(
+        _request(
+            messages=[
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "Hmm", "signature": "s1"},
+                        {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t", "content": "1"}],
+                },
+            ]
+        )
+    )
     assistant = body["messages"][1]
     assert (assistant["reasoning_content"], assistant["reasoning_signature"]) == ("Hmm", "s1")
     upstream = wire.from_chat_body(body)
-    assert upstream["messages"][1]["content"][0] == {"type": "thinking", "thinking": "Hmm",
-                                                     "signature": "s1"}  # fmt: skip
+    assert upstream["messages"][1]["content"][0] == {
+        "type": "thinking",
+        "thinking": "Hmm",
+        "signature": "s1",
+    }
     del assistant["reasoning_signature"]
     assert wire.from_chat_body(body)["messages"][1]["content"][0]["type"] == "tool_use"
 
@@ -381,16 +572,22 @@ def test_thinking_signature_round_trip():
 def test_signature_not_sent_to_openai_hosts():
     from providers import protocols
 
-    body = {"model": "m", "messages": [{"role": "assistant", "content": "a",
-                                        "reasoning_signature": "s"}]}  # fmt: skip
+    body = {
+        "model": "m",
+        "messages": [{"role": "assistant", "content": "a", "reasoning_signature": "s"}],
+    }
     sent = orjson.loads(protocols.upstream_body("openai_chat", body, None))
     assert sent["messages"] == [{"role": "assistant", "content": "a"}]
     assert body["messages"][0]["reasoning_signature"] == "s"  # the request is not changed
 
 
 def test_thinking_within_the_endpoint_output_cap():
-    body = {"model": "m", "max_tokens": 1000, "reasoning": {"max_tokens": 4000},
-            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    body = {
+        "model": "m",
+        "max_tokens": 1000,
+        "reasoning": {"max_tokens": 4000},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
     capped = wire.from_chat_body(body, max_output_tokens=3000)
     assert capped["max_tokens"] == 3000 and capped["thinking"]["budget_tokens"] == 2999
     tiny = wire.from_chat_body(body, max_output_tokens=800)
@@ -398,9 +595,14 @@ def test_thinking_within_the_endpoint_output_cap():
 
 
 def test_forced_tool_drops_thinking():
-    body = {"model": "m", "max_tokens": 100, "reasoning": {"effort": "high"},
-            "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required",
-            "tools": [{"type": "function", "function": {"name": "f"}}]}  # fmt: skip
+    body = {
+        "model": "m",
+        "max_tokens": 100,
+        "reasoning": {"effort": "high"},
+        "messages": [{"role": "user", "content": "hi"}],
+        "tool_choice": "required",
+        "tools": [{"type": "function", "function": {"name": "f"}}],
+    }
     request = wire.from_chat_body(body)
     assert "thinking" not in request and request["tool_choice"] == {"type": "any"}
     assert request["max_tokens"] == 100
@@ -411,13 +613,28 @@ def test_tool_result_cache_breakpoint_reaches_anthropic_only():
     never sent to OpenAI-compatible hosts (their tool content is a plain string)."""
     from providers import protocols
 
-    body = wire.to_chat_body(_request(messages=[
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f",
-                                           "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
-                                      "content": "1", "cache_control": {"type": "ephemeral"}}]},
-    ]))  # fmt: skip
+    body = wire.to_chat_body(
+        _request(
+            messages=[
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t",
+                            "content": "1",
+                            "cache_control": {"type": "ephemeral"},
+                        }
+                    ],
+                },
+            ]
+        )
+    )
     upstream = wire.from_chat_body(body)
     assert upstream["messages"][-1]["content"][0]["cache_control"] == {"type": "ephemeral"}
     sent = orjson.loads(protocols.upstream_body("openai_chat", body, None))
@@ -427,19 +644,40 @@ def test_tool_result_cache_breakpoint_reaches_anthropic_only():
 def test_server_tool_blocks_of_every_kind_are_taken_and_dropped():
     """web_fetch, code execution and MCP blocks were a 400 "not a known content block"
     (found with the anthropic SDK); they ran at Anthropic, as server_tool_use did."""
-    body = wire.to_chat_body(_request(messages=[
-        {"role": "user", "content": "fetch it"},
-        {"role": "assistant", "content": [
-            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_fetch", "input": {}},
-            {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": {}},
-            {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "q", "server_name": "s",
-             "input": {}},
-            {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": []},
-            {"type": "code_execution_tool_result", "tool_use_id": "x", "content": {}},
-            {"type": "text", "text": "done"},
-        ]},
-        {"role": "user", "content": "more"},
-    ]))  # fmt: skip
+    body = wire.to_chat_body(
+        _request(
+            messages=[
+                {"role": "user", "content": "fetch it"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "server_tool_use",
+                            "id": "srvtoolu_1",
+                            "name": "web_fetch",
+                            "input": {},
+                        },
+                        {
+                            "type": "web_fetch_tool_result",
+                            "tool_use_id": "srvtoolu_1",
+                            "content": {},
+                        },
+                        {
+                            "type": "mcp_tool_use",
+                            "id": "mcptoolu_1",
+                            "name": "q",
+                            "server_name": "s",
+                            "input": {},
+                        },
+                        {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": []},
+                        {"type": "code_execution_tool_result", "tool_use_id": "x", "content": {}},
+                        {"type": "text", "text": "done"},
+                    ],
+                },
+                {"role": "user", "content": "more"},
+            ]
+        )
+    )
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "fetch it"}]},
         {"role": "assistant", "content": "done"},
@@ -455,26 +693,51 @@ PDF = "JVBERi0xLjQK"  # "%PDF-1.4\n", base64
 def test_a_pdf_document_becomes_a_file_part_and_back():
     # A PDF document block was dropped, so a message holding only one read as empty
     # (found with the anthropic SDK). Both ways, base64 and URL; text stays text.
-    body = wire.to_chat_body(_request(messages=[{"role": "user", "content": [
-        {"type": "document", "title": "spec.pdf",
-         "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}},
-        {"type": "document", "source": {"type": "url", "url": "https://x.test/a.pdf"}},
-        {"type": "document", "source": {"type": "text", "media_type": "text/plain",
-                                        "data": "plain"}},
-        {"type": "document", "source": {"type": "file", "file_id": "file_1"}},
-    ]}]))  # fmt: skip
+    body = wire.to_chat_body(
+        _request(
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "document",
+                            "title": "spec.pdf",
+                            "source": {
+                                "type": "base64",
+                                "media_type": "application/pdf",
+                                "data": PDF,
+                            },
+                        },
+                        {
+                            "type": "document",
+                            "source": {"type": "url", "url": "https://x.test/a.pdf"},
+                        },
+                        {
+                            "type": "document",
+                            "source": {"type": "text", "media_type": "text/plain", "data": "plain"},
+                        },
+                        {"type": "document", "source": {"type": "file", "file_id": "file_1"}},
+                    ],
+                }
+            ]
+        )
+    )
     (user,) = body["messages"]
     assert user["content"] == [
-        {"type": "file", "file": {"filename": "spec.pdf",
-                                  "file_data": f"data:application/pdf;base64,{PDF}"}},
-        {"type": "file", "file": {"filename": "document.pdf",
-                                  "file_data": "https://x.test/a.pdf"}},
+        {
+            "type": "file",
+            "file": {"filename": "spec.pdf", "file_data": f"data:application/pdf;base64,{PDF}"},
+        },
+        {"type": "file", "file": {"filename": "document.pdf", "file_data": "https://x.test/a.pdf"}},
         {"type": "text", "text": "plain"},
-    ]  # fmt: skip
+    ]
     back = wire.from_chat_body({"model": "m", "max_tokens": 5, "messages": body["messages"]})
     pdf, linked, text = back["messages"][0]["content"]
-    assert pdf == {"type": "document", "title": "spec.pdf", "source": {
-        "type": "base64", "media_type": "application/pdf", "data": PDF}}  # fmt: skip
+    assert pdf == {
+        "type": "document",
+        "title": "spec.pdf",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": PDF},
+    }
     assert linked["source"] == {"type": "url", "url": "https://x.test/a.pdf"}
     assert text == {"type": "text", "text": "plain"}
 

@@ -21,8 +21,14 @@ async def serve(heads: list[bytes]) -> tuple[asyncio.Server, str]:
                 head = await reader.readuntil(b"\r\n\r\n")
             except asyncio.IncompleteReadError:
                 break
-            length = next((int(line.split(b":")[1]) for line in head.lower().split(b"\r\n")
-                           if line.startswith(b"content-length:")), 0)  # fmt: skip
+            length = next(
+                (
+                    int(line.split(b":")[1])
+                    for line in head.lower().split(b"\r\n")
+                    if line.startswith(b"content-length:")
+                ),
+                0,
+            )
             await reader.readexactly(length)
             heads.append(head.lower())
             writer.write(REPLY % (len(BODY), BODY))

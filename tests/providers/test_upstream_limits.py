@@ -9,10 +9,12 @@ import pytest
 from providers import upstream
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
 
-SSE_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
-JSON_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-             b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
+SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+)
+JSON_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+)
 LIMIT = 256 * 1024
 
 

@@ -18,8 +18,9 @@ def _admin(config: dict) -> psycopg.Connection:
 
 def _exists(config: dict, name: str) -> bool:
     with _admin(config) as admin:
-        return bool(admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
-                    .fetchone())  # fmt: skip
+        return bool(
+            admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        )
 
 
 def test_a_missing_postgresql_database_is_created_once() -> None:

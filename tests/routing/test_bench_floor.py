@@ -38,14 +38,20 @@ def test_floor_relays_the_provider_stream(emulator, monkeypatch, client):
     monkeypatch.setenv("UBERLLM_BENCH_UPSTREAM", f"{emulator.provider_url(slug)}/chat/completions")
     monkeypatch.setenv("UBERLLM_FLOOR_CLIENT", client)
     floor._idle.clear()
-    request = {"model": TEST_MODEL, "stream": True,
-               "messages": [{"role": "user", "content": "hello"}]}  # fmt: skip
+    request = {
+        "model": TEST_MODEL,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hello"}],
+    }
     status, body = run_floor(orjson.dumps(request))
     assert status == 200
     events = [line[6:] for line in body.split(b"\n") if line.startswith(b"data: ")]
     assert events[-1] == b"[DONE]"
-    tokens = [orjson.loads(e)["choices"][0]["delta"].get("content") for e in events[:-1]
-              if orjson.loads(e).get("choices")]  # fmt: skip
+    tokens = [
+        orjson.loads(e)["choices"][0]["delta"].get("content")
+        for e in events[:-1]
+        if orjson.loads(e).get("choices")
+    ]
     assert sum(1 for t in tokens if t) == 8  # the test market's default reply length
     if client == "raw":
         assert len(floor._idle) == 1  # ended cleanly: its connection is reusable

@@ -5,8 +5,12 @@ from lab.benchmark.pair import parse_cell, render, summarise
 
 
 def outcome(cpu: float, p50: float, p99: float, rps: float) -> dict:
-    return {"watch": {"server": {"cpu_ms_per_req": cpu}}, "rps": rps,
-            "ttft_ms": {"p50": p50, "p99": p99}, "machine_busy_pct": 50.0}  # fmt: skip
+    return {
+        "watch": {"server": {"cpu_ms_per_req": cpu}},
+        "rps": rps,
+        "ttft_ms": {"p50": p50, "p99": p99},
+        "machine_busy_pct": 50.0,
+    }
 
 
 def test_medians_added_ttft_and_ratios():

@@ -25,8 +25,7 @@ def data(ours_c1_p50: float, ours_cpu: float, litellm: bool, idle: float) -> dic
     paced = {str(c): cell(c) for c in (1, 32, 128)}
     unpaced = {"1": {"direct": result(900, 1, 2), "uberllm": result(500, 2, 3, 1.5)}}
     idle_found = {"uberllm": idle, **({"litellm": 3.0} if litellm else {})}
-    return {"results": {"paced": paced, "unpaced": unpaced}, "litellm": litellm,
-            "idle": idle_found}  # fmt: skip
+    return {"results": {"paced": paced, "unpaced": unpaced}, "litellm": litellm, "idle": idle_found}
 
 
 def verdicts(found: dict) -> dict[str, bool | None]:

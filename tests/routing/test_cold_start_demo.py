@@ -103,10 +103,22 @@ def test_a_fresh_demo_sends_a_150k_stream_to_a_fast_enough_provider(tmp_path):
     port, emulator_port = free_port(), free_port()
     started = time.monotonic()
     demo = subprocess.Popen(
-        [sys.executable, "manage.py", "run_demo", "--port", str(port), "--emulator-port",
-         str(emulator_port), "--time-scale", str(TIME_SCALE)],
-        env=env, cwd=base, stdout=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "manage.py",
+            "run_demo",
+            "--port",
+            str(port),
+            "--emulator-port",
+            str(emulator_port),
+            "--time-scale",
+            str(TIME_SCALE),
+        ],
+        env=env,
+        cwd=base,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = started + START_TO_STREAM_S
         _wait_healthy(port, deadline)

@@ -126,8 +126,9 @@ def test_a_provider_that_sheds_load_keeps_its_share_up_to_its_cap(
     assert _refusals(emulator) == refusals  # round 2: the cap spilled, no new 429
 
 
-def test_calls_in_flight_are_counted_down_when_the_client_goes_away(gateway, tenant, market,
-                                                                    emulator):  # fmt: skip
+def test_calls_in_flight_are_counted_down_when_the_client_goes_away(
+    gateway, tenant, market, emulator
+):
     """The in-flight count behind the caps never leaks: a stream the client abandons
     mid-way, a served call and a hedge-free refusal all end at 0."""
     from tests.gateway.test_disconnect import _raw_request, _read_until

@@ -41,8 +41,11 @@ def test_a_keys_first_turns_start_where_its_conversations_will_be_cheap(client, 
     for _ in range(3):  # three conversations of two turns
         first = _first_turn()
         _served(client, first)
-        second = [*first, {"role": "assistant", "content": "ok"},
-                  {"role": "user", "content": "second"}]  # fmt: skip
+        second = [
+            *first,
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "second"},
+        ]
         _served(client, second)
     assert _served(client, _first_turn()) == "bravo"
 

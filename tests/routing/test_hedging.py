@@ -37,9 +37,11 @@ def _measure_both_fast(client):
     for slug in ("alpha", "bravo", "charlie"):
         for _ in range(3):
             client.chat.completions.create(
-                model=TEST_MODEL, messages=fresh(LONG), max_tokens=1,
+                model=TEST_MODEL,
+                messages=fresh(LONG),
+                max_tokens=1,
                 extra_body={"provider": {"order": [slug], "allow_fallbacks": False}},
-            )  # fmt: skip
+            )
     wait_finished_rows(9)
     wait_learnt()
 
@@ -47,10 +49,13 @@ def _measure_both_fast(client):
 def _stream_text(client, messages) -> tuple[str, str, str]:
     chunks = list(
         client.chat.completions.create(
-            model=TEST_MODEL, messages=messages, stream=True, max_tokens=4,
+            model=TEST_MODEL,
+            messages=messages,
+            stream=True,
+            max_tokens=4,
             stream_options={"include_usage": True},
         )
-    )  # fmt: skip
+    )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     return chunks[-1].id, {c.model_extra["provider"] for c in chunks}.pop(), text
 
@@ -151,11 +156,16 @@ def test_keepalive_comments_while_waiting_for_the_first_token(gateway, tenant, e
         emulator.control("alpha", ttft_base_s=0.6)
         lines = []
         with httpx.stream(
-            "POST", f"{gateway.api_url}/chat/completions",
-            json={"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}],
-                  "stream": True},
-            headers={"Authorization": f"Bearer {tenant.key}"}, timeout=10,
-        ) as response:  # fmt: skip
+            "POST",
+            f"{gateway.api_url}/chat/completions",
+            json={
+                "model": TEST_MODEL,
+                "messages": [{"role": "user", "content": "hi"}],
+                "stream": True,
+            },
+            headers={"Authorization": f"Bearer {tenant.key}"},
+            timeout=10,
+        ) as response:
             assert response.status_code == 200
             lines = [line for line in response.iter_lines() if line]
     finally:
@@ -167,8 +177,9 @@ def test_keepalive_comments_while_waiting_for_the_first_token(gateway, tenant, e
 
 
 def test_admin_shows_daily_hedge_spend_against_budget(admin_client):
-    HedgeBudgetDay.objects.create(day=budget.utc_today(), budget_nanousd=4 * 10**9,
-                                  spent_nanousd=10**9, hedges=3)  # fmt: skip
+    HedgeBudgetDay.objects.create(
+        day=budget.utc_today(), budget_nanousd=4 * 10**9, spent_nanousd=10**9, hedges=3
+    )
     page = admin_client.get("/admin/routing/hedgebudgetday/").content.decode()
     assert "25%" in page and "$4.00" in page and "$1.00" in page
 
@@ -190,8 +201,12 @@ def test_two_processes_never_overspend_the_budget(transactional_db):
         "from routing.budget import hedge_budget_try_reserve\n"
         "print(sum(hedge_budget_try_reserve(Decimal('0.01')) for _ in range(80)))\n"
     )
-    env = {**os.environ, "DATABASE_URL": database_url(), "UBERLLM_READ_DOT_ENV": "false",
-           "DJANGO_SETTINGS_MODULE": "uberllm.settings"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "UBERLLM_READ_DOT_ENV": "false",
+        "DJANGO_SETTINGS_MODULE": "uberllm.settings",
+    }
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", script],

@@ -37,8 +37,9 @@ def emulator():
 
 def body(run: str, index: int) -> bytes:
     content = figures.tag(run, index) + "hi"
-    return orjson.dumps({"model": "m", "stream": True,
-                         "messages": [{"role": "user", "content": content}]})  # fmt: skip
+    return orjson.dumps(
+        {"model": "m", "stream": True, "messages": [{"role": "user", "content": content}]}
+    )
 
 
 async def send(emulator: EmulatorServer, reply: Reply, run: str = "t1") -> Reply:
@@ -104,8 +105,13 @@ def reply(index: int, **fields) -> Reply:
 
 
 def record(index: int, status: str, ended_at: float | None, sent: int = 5) -> dict:
-    return {"last_message_head": figures.tag("r", index) + "x", "status": status,
-            "ended_at": ended_at, "received_at": 99.0, "completion_tokens_sent": sent}  # fmt: skip
+    return {
+        "last_message_head": figures.tag("r", index) + "x",
+        "status": status,
+        "ended_at": ended_at,
+        "received_at": 99.0,
+        "completion_tokens_sent": sent,
+    }
 
 
 def row(key: int, status: str, tokens: int = 0, rid: str = "") -> Row:
@@ -128,8 +134,12 @@ def test_cuts_verdicts() -> None:
     ]
     upstream = figures.upstream_by_index(records, "r")
     assert sorted(upstream) == [0, 1, 2]
-    rows = {0: [row(0, "success", 50)], 1: [row(1, "cancelled", 3)], 2: [row(2, "success", 50)],
-            4: [row(4, "error"), row(4, "error", rid="gen-x")]}  # fmt: skip
+    rows = {
+        0: [row(0, "success", 50)],
+        1: [row(1, "cancelled", 3)],
+        2: [row(2, "success", 50)],
+        4: [row(4, "error"), row(4, "error", rid="gen-x")],
+    }
     found, targets = figures.cuts(replies, upstream, rows)
     verdict = {label: met for label, met, _ in targets}
     assert found["upstream after a cut"] == {
@@ -164,11 +174,13 @@ def test_a_success_row_is_right_only_for_a_stream_relayed_whole_before_the_cut()
         reply(2, tokens=20, **stream),  # cut mid-stream, the gateway closed the upstream
         reply(3, **{**stream, "status": 0}),  # cut while its key was being read
     ]
-    records = [record(0, "completed", 100.01, 50), record(1, "completed", 99.0, 50),
-               record(2, "cancelled", 100.05, 21)]  # fmt: skip
+    records = [
+        record(0, "completed", 100.01, 50),
+        record(1, "completed", 99.0, 50),
+        record(2, "cancelled", 100.05, 21),
+    ]
     upstream = figures.upstream_by_index(records, "r")
-    rows = {0: [row(0, "success", 50)], 1: [row(1, "success", 50)],
-            2: [row(2, "cancelled", 21)]}  # fmt: skip
+    rows = {0: [row(0, "success", 50)], 1: [row(1, "success", 50)], 2: [row(2, "cancelled", 21)]}
     _, targets = figures.cuts(replies, upstream, rows)
     verdict = {label: met for label, met, _ in targets}
     assert verdict["cut rows cancelled with the delivered tokens billed"] is True
@@ -200,10 +212,16 @@ def test_burst_and_steady_verdicts() -> None:
     rows = [row(0, "success", 50), row(9, "pending")]
     found, targets = figures.burst(replies, rows)
     verdict = {label: met for label, met, _ in targets}
-    assert found["rows (by X-Generation-Id)"] == {"lost": 1, "pending": 1,
-                                                  "doubled or unmatched": 1}  # fmt: skip
-    assert verdict == {"only 200s and JSON 429/503": False, "429/503 carry Retry-After": True,
-                       "0 rows lost or pending": False}  # fmt: skip
+    assert found["rows (by X-Generation-Id)"] == {
+        "lost": 1,
+        "pending": 1,
+        "doubled or unmatched": 1,
+    }
+    assert verdict == {
+        "only 200s and JSON 429/503": False,
+        "429/503 carry Retry-After": True,
+        "0 rows lost or pending": False,
+    }
     for index, sent_at in enumerate((1.0, 5.0, 6.0, 20.0)):
         replies[index].sent_at = sent_at
     found, targets = figures.steady(replies, rows, (4.0, 14.0), "redis-outage")

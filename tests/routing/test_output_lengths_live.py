@@ -21,13 +21,13 @@ def no_exploration(monkeypatch):
 
 def _call(client, **provider):
     extra = {"provider": provider} if provider else {}
-    reply = client.chat.completions.create(model=TEST_MODEL, messages=fresh(SHORT),
-                                           extra_body=extra)  # fmt: skip
+    reply = client.chat.completions.create(
+        model=TEST_MODEL, messages=fresh(SHORT), extra_body=extra
+    )
     return reply.model_extra["provider"], reply.usage.completion_tokens
 
 
-def test_a_provider_that_rambles_is_priced_by_its_replies(client, emulator, market,
-                                                          no_exploration):  # fmt: skip
+def test_a_provider_that_rambles_is_priced_by_its_replies(client, emulator, market, no_exploration):
     emulator.control("alpha", default_output_tokens=120)
     for slug in ("bravo", "charlie"):
         emulator.control(slug, default_output_tokens=40)

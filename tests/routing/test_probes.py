@@ -65,8 +65,9 @@ def test_probe_skips_sizes_above_context_length(market, emulator, probe_settings
     market["bravo"].context_length = 100_000
     market["bravo"].save()
     run_cycle(2)
-    sizes = set(ProbeResult.objects.filter(endpoint=market["bravo"]).values_list(
-        "prompt_tokens", flat=True))  # fmt: skip
+    sizes = set(
+        ProbeResult.objects.filter(endpoint=market["bravo"]).values_list("prompt_tokens", flat=True)
+    )
     assert sizes == {2_000, 40_000}
 
 
@@ -82,12 +83,17 @@ def test_slowdown_at_one_size_moves_only_long_prompts(client, emulator, probe_se
     # this cycle's probe: test_probes_skip_buckets_real_traffic_measured_this_period)
     probe_settings["PROBE_PERIOD_S"] = 0.001
     # alpha now prefills 10x slower, but only above 30k tokens (~1.6 s at 40k).
-    emulator.control("alpha", slow_above_tokens=30_000, slow_factor=10.0,
-                     prefill_tokens_per_s=250_000)  # fmt: skip
+    emulator.control(
+        "alpha", slow_above_tokens=30_000, slow_factor=10.0, prefill_tokens_per_s=250_000
+    )
     run_cycle(10)  # one cycle: the slow probe is confirmed at once
     alpha = ProbeResult.objects.get(cycle=10, endpoint__provider__slug="alpha")
-    assert SpeedSample.objects.filter(endpoint__provider__slug="alpha", is_probe=True,
-                                      restarts_window=True).count() == 1  # fmt: skip
+    assert (
+        SpeedSample.objects.filter(
+            endpoint__provider__slug="alpha", is_probe=True, restarts_window=True
+        ).count()
+        == 1
+    )
     assert alpha.ttft_ms > 1000
     wait_learnt()
     assert _served(client, fresh(LONG)) == "bravo"
@@ -119,18 +125,34 @@ def test_a_lone_stall_in_a_probe_does_not_restart_the_window(client, emulator, p
 
 def test_probe_task_through_a_real_celery_worker(market, emulator, probe_settings):
     env = {
-        **os.environ, "DATABASE_URL": database_url(), "UBERLLM_READ_DOT_ENV": "false",
-        "UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true", "UBERLLM_PROBE_SIZES": "2000",
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "UBERLLM_READ_DOT_ENV": "false",
+        "UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true",
+        "UBERLLM_PROBE_SIZES": "2000",
         "UBERLLM_PROBE_SPEND_SHARE": "0",  # no customer traffic here: probe by need only
         "UBERLLM_SHARED_KEY_PREFIX": settings.UBERLLM["SHARED_KEY_PREFIX"],
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-    }  # fmt: skip
+    }
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "uberllm", "worker", "--pool", "solo",
-         "--loglevel", "warning", "--without-heartbeat", "--without-mingle",
-         "--without-gossip"],
-        env=env, cwd=settings.BASE_DIR,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "uberllm",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "warning",
+            "--without-heartbeat",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        env=env,
+        cwd=settings.BASE_DIR,
+    )
     try:
         probe_endpoints_task.apply_async(kwargs={"cycle": 99})
         deadline = time.monotonic() + 60  # the worker runs the fan-out, then its tasks
@@ -266,10 +288,15 @@ def _customer_spend(tenant, *, prompt_tokens: int, cost) -> None:
     from ..support import TEST_MODEL
 
     Activity.objects.create(
-        request_id=f"gen-{time.time_ns()}", organisation=tenant.organisation,
-        api_key=tenant.api_key, model_slug=TEST_MODEL, status="success",
-        prompt_tokens=prompt_tokens, cost_usd=cost, created_at=timezone.now(),
-    )  # fmt: skip
+        request_id=f"gen-{time.time_ns()}",
+        organisation=tenant.organisation,
+        api_key=tenant.api_key,
+        model_slug=TEST_MODEL,
+        status="success",
+        prompt_tokens=prompt_tokens,
+        cost_usd=cost,
+        created_at=timezone.now(),
+    )
 
 
 def test_probes_by_volume_follow_what_customers_spend_per_size(market, tenant, probe_settings):
@@ -294,9 +321,13 @@ def test_probes_by_volume_follow_what_customers_spend_per_size(market, tenant, p
     assert _targets(8) == {("alpha", 150_000)}
     # what probes of that size cost in the last hour counts against it
     ProbeResult.objects.create(
-        cycle=7, endpoint=market["bravo"], prompt_tokens=150_000, status="ok", ttft_ms=900,
+        cycle=7,
+        endpoint=market["bravo"],
+        prompt_tokens=150_000,
+        status="ok",
+        ttft_ms=900,
         cost_usd=costs[("bravo", 150_000)],
-    )  # fmt: skip
+    )
     assert _targets(8) == set()
     # no data in a bucket: probed whatever the spend (a cold start must learn)
     SpeedSample.objects.filter(endpoint=market["bravo"], bucket="<8k").delete()

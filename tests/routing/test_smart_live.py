@@ -148,13 +148,18 @@ def test_conversation_stays_where_its_prefix_is_cached(client, emulator):
         emulator.control("alpha", status_override=None)
         time.sleep(0.4)
         wait_finished_rows(1)
-        turn2 = [*turn1, {"role": "assistant", "content": "answer"},
-                 {"role": "user", "content": "second question"}]  # fmt: skip
+        turn2 = [
+            *turn1,
+            {"role": "assistant", "content": "answer"},
+            {"role": "user", "content": "second question"},
+        ]
         # bravo holds ~20k cached tokens: 20k x $0.02 beats alpha's uncached 20k x $0.10.
         assert _served(client, turn2) == "bravo"
         assert emulator.log("bravo")[-1]["cached_tokens"] > 15_000
-        other = [{"role": "system", "content": "Another agent. " + "ctx " * 20_000},
-                 {"role": "user", "content": "q"}]  # fmt: skip
+        other = [
+            {"role": "system", "content": "Another agent. " + "ctx " * 20_000},
+            {"role": "user", "content": "q"},
+        ]
         assert _served(client, other) == "alpha"  # a new conversation: alpha is cheapest
     finally:
         settings.UBERLLM["UNUSABLE_WINDOW_S"] = 900.0
@@ -205,8 +210,11 @@ def test_a_turn_cached_where_the_cached_speed_is_unknown_is_explored_there(clien
         assert _served(client, turn1, order=["alpha"], allow_fallbacks=False) == "alpha"
         wait_finished_rows(19)
         wait_learnt()
-        turn2 = [*turn1, {"role": "assistant", "content": "answer"},
-                 {"role": "user", "content": "second question"}]  # fmt: skip
+        turn2 = [
+            *turn1,
+            {"role": "assistant", "content": "answer"},
+            {"role": "user", "content": "second question"},
+        ]
         assert _served(client, turn2) == "alpha"
         assert emulator.log("alpha")[-1]["cached_tokens"] > 30_000
         # a new conversation of the same size is uncached everywhere: bravo, as before.

@@ -66,8 +66,10 @@ def test_samples_of_an_endpoint_deleted_while_queued_do_not_block_the_writer(mar
     from routing.outbox import sample_writer
 
     gone, alpha = market["bravo"], market["alpha"]
-    batch = [SpeedSample(endpoint_id=gone.id, bucket="<8k", ttft_ms=300),
-             SpeedSample(endpoint_id=alpha.id, bucket="<8k", ttft_ms=200)]  # fmt: skip
+    batch = [
+        SpeedSample(endpoint_id=gone.id, bucket="<8k", ttft_ms=300),
+        SpeedSample(endpoint_id=alpha.id, bucket="<8k", ttft_ms=200),
+    ]
     Endpoint.objects.filter(id=gone.id).delete()
 
     async def write_all() -> None:

@@ -44,8 +44,9 @@ def no_exploration():
 def _tool_call(client, stream: bool) -> str:
     """One request with tools; the provider that served it."""
     if not stream:
-        reply = client.chat.completions.create(model=TEST_MODEL, messages=fresh(ASK),
-                                               tools=[WEATHER])  # fmt: skip
+        reply = client.chat.completions.create(
+            model=TEST_MODEL, messages=fresh(ASK), tools=[WEATHER]
+        )
         assert reply.choices[0].finish_reason == "tool_calls"
         return reply.model_extra["provider"]
     chunks = list(

@@ -28,8 +28,10 @@ def test_learnt_caps_spill_over_before_the_provider_refuses():
     # (round 10, seeds 1-4, without -> with caps: 9.9 -> 13.1, 14.5 -> 1.3, 7.8 -> 9.4,
     # 19.6 -> 9.7 ms; before round 10's exploration of thin cached windows seed 3 was
     # already the other way, 7.2 -> 9.3)
-    lost = {caps: sum(_smart(caps, seed)["lost_ms_per_request"] for seed in (1, 2, 3, 4))
-            for caps in (False, True)}  # fmt: skip
+    lost = {
+        caps: sum(_smart(caps, seed)["lost_ms_per_request"] for seed in (1, 2, 3, 4))
+        for caps in (False, True)
+    }
     assert lost[True] < lost[False]
     assert with_caps["provider_share"]["steadyai"] >= 0.9 * without["provider_share"]["steadyai"]
     assert with_caps["failed_share"] == 0

@@ -48,8 +48,9 @@ def test_a_tokens_per_minute_limit_refuses_with_429s(tmp_path):
     path = tmp_path / "tpm.json"
     path.write_text(json.dumps(data))
     limited = simulate(load_scenario(str(path)), ["smart"], seed=1, requests=3000)[0]
-    free = simulate(load_scenario("deepseek-v4.1-flash-slow-cache"), ["smart"], seed=1,
-                    requests=3000)[0]  # fmt: skip
+    free = simulate(
+        load_scenario("deepseek-v4.1-flash-slow-cache"), ["smart"], seed=1, requests=3000
+    )[0]
     limited, free = limited["strategies"]["smart"], free["strategies"]["smart"]
     assert free["share_with_429"] == 0 and limited["share_with_429"] > 0.005
     assert limited["failed_share"] == 0  # retried elsewhere (R4.1)
@@ -64,8 +65,14 @@ def test_bundled_stream_cuts_smart_leaves_the_cutter_and_comes_back():
     scenario = load_scenario("stream-cuts")
 
     def window(from_minute: float, to_minute: float | None) -> dict:
-        document, _ = simulate(scenario, ["smart", "cheapest-effective"], seed=1, requests=6000,
-                               from_minute=from_minute, to_minute=to_minute)  # fmt: skip
+        document, _ = simulate(
+            scenario,
+            ["smart", "cheapest-effective"],
+            seed=1,
+            requests=6000,
+            from_minute=from_minute,
+            to_minute=to_minute,
+        )
         return document["strategies"]
 
     before, during, after = window(0, 20), window(25, 50), window(55, None)

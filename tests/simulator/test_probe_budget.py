@@ -41,10 +41,15 @@ def test_the_budget_starts_again_on_the_next_utc_day():
 
 
 def test_the_report_shows_the_probe_budget():
-    text = format_report({
-        "scenario": "x", "seed": 1, "requests": 1, "simulated_minutes": 1,
-        "strategies": {"smart": _smart(0.3)},
-    })  # fmt: skip
+    text = format_report(
+        {
+            "scenario": "x",
+            "seed": 1,
+            "requests": 1,
+            "simulated_minutes": 1,
+            "strategies": {"smart": _smart(0.3)},
+        }
+    )
     line = next(row for row in text.splitlines() if row.startswith("probe spend: most"))
     assert "/ $0.300" in line and "not sent" in line
 

@@ -14,8 +14,9 @@ def test_coding_agent_turns_go_to_the_fast_cheap_cache_reads():
     uncached prompts (probes, first turns) take 4-8 s: with one window per bucket smart
     sent the agents to a reseller charging 50x more per cache read."""
     results = document("coding-agent", ("smart", "cheapest-effective", "litellm-latency"), 6000)
-    smart, cheapest, litellm = (results["strategies"][n] for n in
-                                ("smart", "cheapest-effective", "litellm-latency"))  # fmt: skip
+    smart, cheapest, litellm = (
+        results["strategies"][n] for n in ("smart", "cheapest-effective", "litellm-latency")
+    )
     assert smart["provider_share"]["hoardcache"] > 0.4
     assert smart["total_cost_usd_per_1k_requests"] < litellm["total_cost_usd_per_1k_requests"]
     assert smart["cost_usd_per_1k_requests"] < 1.25 * cheapest["cost_usd_per_1k_requests"]

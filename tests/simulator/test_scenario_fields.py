@@ -363,10 +363,15 @@ def test_the_window_applies_on_the_command_line():
     document = json.loads(text)
     assert document["window"] == {"from_minute": 5, "to_minute": 8.5}
     table = cli_run(
-        {"scenario": "outage", "strategies": ["cheapest-input"], "requests": 800,
-         "from_minute": 5, "no_progress": True},
+        {
+            "scenario": "outage",
+            "strategies": ["cheapest-input"],
+            "requests": 800,
+            "from_minute": 5,
+            "no_progress": True,
+        },
         err=open("/dev/null", "w"),  # noqa: SIM115
-    )  # fmt: skip
+    )
     assert "counted: arrivals in minutes 5-end" in table
     with pytest.raises(ValueError, match="to-minute"):
         simulate(load_scenario("outage"), ["smart"], seed=1, requests=100, to_minute=0)

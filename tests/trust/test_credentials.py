@@ -51,8 +51,16 @@ def _alpha(base: str = "http://127.0.0.1:9") -> Endpoint:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", ["DJANGO_SECRET_KEY", "DATABASE_URL", "uberllm_provider_key_x",
-                                  "UBERLLM_PROVIDER_KEY_", "UBERLLM_PROVIDER_KEY_A-B"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "DJANGO_SECRET_KEY",
+        "DATABASE_URL",
+        "uberllm_provider_key_x",
+        "UBERLLM_PROVIDER_KEY_",
+        "UBERLLM_PROVIDER_KEY_A-B",
+    ],
+)
 def test_credential_env_outside_the_prefix_is_rejected(name):
     data = catalog_for_tests("http://127.0.0.1:9")
     data["models"][0]["endpoints"][0]["credential_env"] = name
@@ -206,15 +214,23 @@ def test_export_repr_and_models_api_never_show_the_credential(keys, settings):
 
 def _admin_post_data(endpoint: Endpoint, **changes) -> dict:
     data = {
-        "provider": endpoint.provider_id, "model": endpoint.model_id,
-        "base_url": endpoint.base_url, "protocol": endpoint.protocol,
+        "provider": endpoint.provider_id,
+        "model": endpoint.model_id,
+        "base_url": endpoint.base_url,
+        "protocol": endpoint.protocol,
         "upstream_model": endpoint.upstream_model,
-        "credential_env": endpoint.credential_env, "context_length": endpoint.context_length,
-        "max_output_tokens": "", "supported_parameters": list(endpoint.supported_parameters),
-        "price_input": endpoint.price_input, "price_cache_read": endpoint.price_cache_read,
-        "price_cache_write": endpoint.price_cache_write, "price_output": endpoint.price_output,
-        "cache_ttl_s": endpoint.cache_ttl_s, "enabled": "on", "credential": "",
-    }  # fmt: skip
+        "credential_env": endpoint.credential_env,
+        "context_length": endpoint.context_length,
+        "max_output_tokens": "",
+        "supported_parameters": list(endpoint.supported_parameters),
+        "price_input": endpoint.price_input,
+        "price_cache_read": endpoint.price_cache_read,
+        "price_cache_write": endpoint.price_cache_write,
+        "price_output": endpoint.price_output,
+        "cache_ttl_s": endpoint.cache_ttl_s,
+        "enabled": "on",
+        "credential": "",
+    }
     data.update(changes)
     return data
 

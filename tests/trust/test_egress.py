@@ -22,12 +22,33 @@ from providers.validators import validate_upstream_url
 from .loopback import RecordingServer
 
 NON_PUBLIC = [
-    "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.0.1", "169.254.169.254", "100.64.0.1",
-    "100.127.255.254", "0.0.0.0", "224.0.0.1", "255.255.255.255", "198.18.0.1",
-    "192.0.2.1", "::1", "::", "fc00::1", "fd12:3456::1", "fe80::1", "ff02::1",
-    "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe",
-    "2002:7f00:1::1", "2001:db8::1", "fec0::1", "fe80::1%eth0",
-]  # fmt: skip
+    "127.0.0.1",
+    "10.1.2.3",
+    "172.16.0.1",
+    "192.168.0.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "100.127.255.254",
+    "0.0.0.0",
+    "224.0.0.1",
+    "255.255.255.255",
+    "198.18.0.1",
+    "192.0.2.1",
+    "::1",
+    "::",
+    "fc00::1",
+    "fd12:3456::1",
+    "fe80::1",
+    "ff02::1",
+    "::ffff:127.0.0.1",
+    "::ffff:10.0.0.1",
+    "::ffff:169.254.169.254",
+    "64:ff9b::a9fe:a9fe",
+    "2002:7f00:1::1",
+    "2001:db8::1",
+    "fec0::1",
+    "fe80::1%eth0",
+]
 PUBLIC = ["8.8.8.8", "1.1.1.1", "100.128.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"]
 
 
@@ -62,15 +83,24 @@ def _url(host: str) -> str:
     "url",
     [_url(ip) for ip in NON_PUBLIC if "%" not in ip]
     + [
-        "http://localhost/v1", "http://localhost./v1", "http://LOCALHOST:8000/v1",
-        "http://api.localhost/v1", "http://metadata.google.internal/computeMetadata/v1",
-        "http://metadata/v1", "http://printer.local/v1", "http://db.internal/v1",
+        "http://localhost/v1",
+        "http://localhost./v1",
+        "http://LOCALHOST:8000/v1",
+        "http://api.localhost/v1",
+        "http://metadata.google.internal/computeMetadata/v1",
+        "http://metadata/v1",
+        "http://printer.local/v1",
+        "http://db.internal/v1",
         # No DNS answer (.invalid never resolves): cannot be checked, so refused.
-        "http://no-such-host.invalid/v1", "http://169.254.169.254.nip.invalid/v1",
+        "http://no-such-host.invalid/v1",
+        "http://169.254.169.254.nip.invalid/v1",
         # inet_aton forms of 127.0.0.1.
-        "http://2130706433/v1", "http://0x7f.1/v1", "http://0177.0.0.1/v1", "http://127.1/v1",
+        "http://2130706433/v1",
+        "http://0x7f.1/v1",
+        "http://0177.0.0.1/v1",
+        "http://127.1/v1",
     ],
-)  # fmt: skip
+)
 def test_save_time_check_refuses(strict, url):
     with pytest.raises(ValidationError):
         validate_upstream_url(url)
@@ -82,17 +112,27 @@ def test_save_time_check_accepts_public_addresses(strict, url):
 
 
 @pytest.mark.parametrize(
-    "url", ["http://127.0.0.1:8100/v1", "http://localhost:8100/v1", "http://10.0.0.1/v1",
-            "http://no-such-host.invalid/v1"],
-)  # fmt: skip
+    "url",
+    [
+        "http://127.0.0.1:8100/v1",
+        "http://localhost:8100/v1",
+        "http://10.0.0.1/v1",
+        "http://no-such-host.invalid/v1",
+    ],
+)
 def test_dev_switch_allows_private_and_unresolvable(lenient, url):
     validate_upstream_url(url)
 
 
 @pytest.mark.parametrize(
-    "url", ["http://169.254.169.254/latest", "http://metadata.google.internal/v1",
-            "http://[::ffff:169.254.169.254]/v1", "http://[fd00:ec2::254]/v1"],
-)  # fmt: skip
+    "url",
+    [
+        "http://169.254.169.254/latest",
+        "http://metadata.google.internal/v1",
+        "http://[::ffff:169.254.169.254]/v1",
+        "http://[fd00:ec2::254]/v1",
+    ],
+)
 def test_metadata_refused_even_with_the_dev_switch(lenient, url):
     with pytest.raises(ValidationError, match="metadata"):
         validate_upstream_url(url)
@@ -106,8 +146,16 @@ class RebindingDNS(AbstractResolver):
         self.address = address
 
     async def resolve(self, host, port=0, family=socket.AF_INET):
-        return [{"hostname": host, "host": self.address, "port": port,
-                 "family": socket.AF_INET, "proto": 0, "flags": socket.AI_NUMERICHOST}]  # fmt: skip
+        return [
+            {
+                "hostname": host,
+                "host": self.address,
+                "port": port,
+                "family": socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+        ]
 
     async def close(self) -> None:
         pass
@@ -126,16 +174,19 @@ async def test_rebound_name_is_refused_at_connect_time(strict):
     with RecordingServer(status=200) as server:
         resolver = GuardedResolver(RebindingDNS("127.0.0.1"))
         with pytest.raises(aiohttp.ClientConnectorError):
-            await _get(f"http://api.rebind.example:{server.port}/v1", aiohttp.TCPConnector(
-                resolver=resolver))  # fmt: skip
+            await _get(
+                f"http://api.rebind.example:{server.port}/v1",
+                aiohttp.TCPConnector(resolver=resolver),
+            )
     assert server.requests == []
 
 
 async def test_rebound_name_is_allowed_with_the_dev_switch(strict):
     with RecordingServer(status=200) as server:
         resolver = GuardedResolver(RebindingDNS("127.0.0.1"), allow_private=True)
-        status = await _get(f"http://api.rebind.example:{server.port}/v1", aiohttp.TCPConnector(
-            resolver=resolver))  # fmt: skip
+        status = await _get(
+            f"http://api.rebind.example:{server.port}/v1", aiohttp.TCPConnector(resolver=resolver)
+        )
     assert status == 200 and len(server.requests) == 1
 
 

@@ -18,9 +18,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.mark.parametrize(
     "url",
-    ["https://api.example.com/v1/chat/completions", "https://api.example.com/v1/chat/completions/",
-     "https://api.example.com/v1/messages", "https://api.example.com/v1/completions"],
-)  # fmt: skip
+    [
+        "https://api.example.com/v1/chat/completions",
+        "https://api.example.com/v1/chat/completions/",
+        "https://api.example.com/v1/messages",
+        "https://api.example.com/v1/completions",
+    ],
+)
 def test_operation_suffix_rejected_with_the_fix(url, settings):
     settings.UBERLLM = {**settings.UBERLLM, "ALLOW_PRIVATE_UPSTREAMS": True}
     with pytest.raises(ValidationError) as caught:

@@ -60,8 +60,9 @@ def test_invitee_creates_their_own_account_and_password():
     invitee = Client()
     page = invitee.get(_path(link))
     assert page.status_code == 200 and "Join Acme" in page.content.decode()
-    response = invitee.post(_path(link), {"username": "newperson", "password1": CHOSEN,
-                                          "password2": CHOSEN})  # fmt: skip
+    response = invitee.post(
+        _path(link), {"username": "newperson", "password1": CHOSEN, "password2": CHOSEN}
+    )
     assert response.status_code == 302
     membership = Membership.unscoped_objects.get(user__username="newperson")
     assert (membership.organisation, membership.role) == (acme.organisation, "owner")
@@ -69,8 +70,9 @@ def test_invitee_creates_their_own_account_and_password():
     assert _password_is("newperson", CHOSEN)
     assert invitee.get("/").status_code == 200  # logged in, in Acme
     # One time only.
-    again = Client().post(_path(link), {"username": "second", "password1": CHOSEN,
-                                        "password2": CHOSEN})  # fmt: skip
+    again = Client().post(
+        _path(link), {"username": "second", "password1": CHOSEN, "password2": CHOSEN}
+    )
     assert again.status_code == 404
     assert not get_user_model().objects.filter(username="second").exists()
 
@@ -97,8 +99,9 @@ def test_owner_cannot_add_a_user_of_another_organisation_and_learns_nothing():
     # one for an existing and an unknown username.
     pages = []
     for username in (other.user.username, "no-such-user-anywhere"):
-        response = owner.post("/members/", {"username": username, "password": "hijack-123456",
-                                            "role": "member"})  # fmt: skip
+        response = owner.post(
+            "/members/", {"username": username, "password": "hijack-123456", "role": "member"}
+        )
         assert response.status_code == 400
         pages.append(_without_tokens(response.content.decode()))
     assert pages[0] == pages[1]
@@ -160,8 +163,12 @@ def test_signup_errors_keep_the_invitation():
     mismatch = web.post(_path(link), {"username": "n", "password1": CHOSEN, "password2": "other"})
     assert mismatch.status_code == 400
     assert not get_user_model().objects.filter(username="n").exists()
-    assert web.post(_path(link), {"username": "n", "password1": CHOSEN,
-                                  "password2": CHOSEN}).status_code == 302  # fmt: skip
+    assert (
+        web.post(
+            _path(link), {"username": "n", "password1": CHOSEN, "password2": CHOSEN}
+        ).status_code
+        == 302
+    )
 
 
 def test_a_member_accepting_again_keeps_their_role():
@@ -178,8 +185,9 @@ def test_members_cannot_invite_and_invitations_are_scoped():
     from billing.services import member_add
 
     plain = member_add(organisation=acme.organisation, username="plain", role="member")
-    assert _as(plain).post("/members/", {"email": "z@example.com", "role": "owner"}).status_code \
-        == 403  # fmt: skip
+    assert (
+        _as(plain).post("/members/", {"email": "z@example.com", "role": "owner"}).status_code == 403
+    )
     assert not Invitation.unscoped_objects.exists()
     _invite(_as(other.user), "for-other@example.com")
     theirs = Invitation.unscoped_objects.get()

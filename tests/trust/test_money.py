@@ -12,34 +12,55 @@ from routing.core.pricing import _token_cost
 
 from ..core.factories import endpoint
 
-PRICES = {"input": Decimal("3"), "cache_read": Decimal("0.30"),
-          "cache_write": Decimal("3.75"), "output": Decimal("15")}  # fmt: skip
+PRICES = {
+    "input": Decimal("3"),
+    "cache_read": Decimal("0.30"),
+    "cache_write": Decimal("3.75"),
+    "output": Decimal("15"),
+}
 
 
 def test_cache_writes_billed_at_the_cache_write_price():
     # 10,000 prompt tokens: 2,000 read from the cache, 6,000 written to it, 2,000 plain;
     # 500 output. 2,000 x 3 + 2,000 x 0.30 + 6,000 x 3.75 + 500 x 15 = 36,600 per 1M.
-    cost = call_cost(prices=PRICES, prompt_tokens=10_000, cached_tokens=2_000,
-                     completion_tokens=500, cache_write_tokens=6_000)  # fmt: skip
+    cost = call_cost(
+        prices=PRICES,
+        prompt_tokens=10_000,
+        cached_tokens=2_000,
+        completion_tokens=500,
+        cache_write_tokens=6_000,
+    )
     assert cost == Decimal("0.0366")
-    without = call_cost(prices=PRICES, prompt_tokens=10_000, cached_tokens=2_000,
-                        completion_tokens=500)  # fmt: skip
+    without = call_cost(
+        prices=PRICES, prompt_tokens=10_000, cached_tokens=2_000, completion_tokens=500
+    )
     assert cost - without == Decimal(6_000) * (Decimal("3.75") - Decimal(3)) / 1_000_000
 
 
 def test_cache_writes_clamped_to_the_prompt_left_after_reads():
     # 100 prompt tokens, 80 read: at most 20 can have been written.
-    clamped = call_cost(prices=PRICES, prompt_tokens=100, cached_tokens=80,
-                        completion_tokens=0, cache_write_tokens=500)  # fmt: skip
-    exact = call_cost(prices=PRICES, prompt_tokens=100, cached_tokens=80,
-                      completion_tokens=0, cache_write_tokens=20)  # fmt: skip
+    clamped = call_cost(
+        prices=PRICES,
+        prompt_tokens=100,
+        cached_tokens=80,
+        completion_tokens=0,
+        cache_write_tokens=500,
+    )
+    exact = call_cost(
+        prices=PRICES,
+        prompt_tokens=100,
+        cached_tokens=80,
+        completion_tokens=0,
+        cache_write_tokens=20,
+    )
     assert clamped == exact == (80 * Decimal("0.30") + 20 * Decimal("3.75")) / 1_000_000
 
 
 def test_prices_without_a_cache_write_entry_still_work():
     prices = {k: v for k, v in PRICES.items() if k != "cache_write"}
-    assert call_cost(prices=prices, prompt_tokens=10, cached_tokens=0, completion_tokens=0,
-                     cache_write_tokens=10) == Decimal(0)  # fmt: skip
+    assert call_cost(
+        prices=prices, prompt_tokens=10, cached_tokens=0, completion_tokens=0, cache_write_tokens=10
+    ) == Decimal(0)
 
 
 counts = st.integers(min_value=0, max_value=2_000_000)
@@ -57,10 +78,19 @@ def test_request_cost_unchanged_without_cache_writes(prompt, cached, output):
 @given(prompt=counts, cached=counts, written=counts, output=counts)
 def test_request_cost_agrees_with_billing(prompt, cached, written, output):
     info = endpoint(1, price_input=0.27, cache_read=0.07, cache_write=0.5, output=1.1)
-    prices = {"input": Decimal("0.27"), "cache_read": Decimal("0.07"),
-              "cache_write": Decimal("0.5"), "output": Decimal("1.1")}  # fmt: skip
-    billed = call_cost(prices=prices, prompt_tokens=prompt, cached_tokens=cached,
-                       completion_tokens=output, cache_write_tokens=written)  # fmt: skip
+    prices = {
+        "input": Decimal("0.27"),
+        "cache_read": Decimal("0.07"),
+        "cache_write": Decimal("0.5"),
+        "output": Decimal("1.1"),
+    }
+    billed = call_cost(
+        prices=prices,
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+        completion_tokens=output,
+        cache_write_tokens=written,
+    )
     assert request_cost(info, prompt, cached, output, written) == pytest.approx(
         float(billed), rel=1e-9, abs=1e-9
     )

@@ -47,8 +47,12 @@ def _set(api_key: ApiKey, **fields) -> None:
 
 def _post(gateway, key: str, **body) -> httpx.Response:
     body = {"model": TEST_MODEL, "messages": HI, **body}
-    return httpx.post(f"{gateway.api_url}/chat/completions", json=body,
-                      headers={"Authorization": f"Bearer {key}"}, timeout=30)  # fmt: skip
+    return httpx.post(
+        f"{gateway.api_url}/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
 
 
 def _long_replies(emulator, tokens: int) -> None:
@@ -73,8 +77,7 @@ def test_concurrent_calls_never_spend_past_a_tiny_key_limit(gateway, tenant, emu
     _set(tenant.api_key, monthly_limit_usd=limit)
     _long_replies(emulator, 5000)  # 5,000 tokens at alpha's $0.40/1M: $0.002 a call
     with ThreadPoolExecutor(16) as pool:
-        replies = list(pool.map(lambda _: _post(gateway, tenant.key, max_tokens=5000),
-                                range(16)))  # fmt: skip
+        replies = list(pool.map(lambda _: _post(gateway, tenant.key, max_tokens=5000), range(16)))
     statuses = [r.status_code for r in replies]
     assert set(statuses) <= {200, 402}, statuses
     assert statuses.count(200) >= 1 and statuses.count(402) >= 1, statuses
@@ -96,8 +99,9 @@ def test_an_organisation_budget_holds_across_two_keys(gateway, tenant, emulator)
     from billing.services import organisation_set_limits
 
     limit = Decimal("0.01")
-    organisation_set_limits(organisation=tenant.organisation, monthly_limit_usd=limit,
-                            daily_limit_usd=None)  # fmt: skip
+    organisation_set_limits(
+        organisation=tenant.organisation, monthly_limit_usd=limit, daily_limit_usd=None
+    )
     _, second = api_key_create(organisation=tenant.organisation, name="second")
     _long_replies(emulator, 4000)  # $0.0016 a call at alpha
     keys, served, refused = [tenant.key, second], 0, None
@@ -117,10 +121,14 @@ def test_an_organisation_budget_holds_across_two_keys(gateway, tenant, emulator)
 def test_402_is_openai_shaped_and_names_what_is_left(gateway, tenant):
     _set(tenant.api_key, monthly_limit_usd=Decimal("1.00"))
     Activity.objects.create(
-        request_id="gen-before", organisation=tenant.organisation, api_key=tenant.api_key,
-        model_slug=TEST_MODEL, status="success", cost_usd=Decimal("0.9995"),
+        request_id="gen-before",
+        organisation=tenant.organisation,
+        api_key=tenant.api_key,
+        model_slug=TEST_MODEL,
+        status="success",
+        cost_usd=Decimal("0.9995"),
         created_at=timezone.now(),
-    )  # fmt: skip
+    )
     reply = _post(gateway, tenant.key, max_tokens=10_000)  # up to $0.009 at charlie
     assert reply.status_code == 402
     error = reply.json()["error"]
@@ -147,8 +155,9 @@ def test_messages_api_answers_an_anthropic_billing_error(gateway, tenant):
     reply = httpx.post(
         f"{gateway.base_url}/api/v1/messages",
         json={"model": TEST_MODEL, "max_tokens": 100, "messages": HI},
-        headers={"x-api-key": tenant.key, "anthropic-version": "2023-06-01"}, timeout=30,
-    )  # fmt: skip
+        headers={"x-api-key": tenant.key, "anthropic-version": "2023-06-01"},
+        timeout=30,
+    )
     assert reply.status_code == 402
     body = reply.json()
     assert body["type"] == "error" and body["error"]["type"] == "billing_error"
@@ -200,9 +209,11 @@ def test_a_prompt_above_the_tokens_per_minute_is_a_413_without_retry_after(gatew
     error = reply.json()["error"]
     assert error["code"] == "request_too_large" and "30 tokens per minute" in error["message"]
     messages = httpx.post(
-        f"{gateway.api_url}/messages", headers={"x-api-key": tenant.key}, timeout=30,
+        f"{gateway.api_url}/messages",
+        headers={"x-api-key": tenant.key},
+        timeout=30,
         json={"model": TEST_MODEL, "max_tokens": 5, "messages": long_prompt},
-    )  # fmt: skip
+    )
     assert messages.status_code == 413 and "retry-after" not in messages.headers
     assert messages.json()["error"]["type"] == "request_too_large"
     assert not Activity.unscoped_objects.filter(organisation=tenant.organisation).exists()
@@ -214,8 +225,9 @@ def test_concurrent_calls_over_the_limit_answer_429(gateway, tenant, emulator):
         emulator.control(slug, default_output_tokens=400, output_tokens_per_s=200)
     body = {"model": TEST_MODEL, "messages": HI, "stream": True}
     headers = {"Authorization": f"Bearer {tenant.key}"}
-    with httpx.stream("POST", f"{gateway.api_url}/chat/completions", json=body,
-                      headers=headers, timeout=30) as first:  # fmt: skip
+    with httpx.stream(
+        "POST", f"{gateway.api_url}/chat/completions", json=body, headers=headers, timeout=30
+    ) as first:
         assert first.status_code == 200
         chunks = first.iter_raw()  # kept: a collected iterator closes the response
         next(chunks)  # the first stream is flowing
@@ -313,10 +325,14 @@ def test_alerts_at_80_and_100_percent_are_sent_once(
     tenant.organisation.save()
     _set(tenant.api_key, monthly_limit_usd=Decimal("0.01"))
     Activity.objects.create(
-        request_id="gen-before", organisation=tenant.organisation, api_key=tenant.api_key,
-        model_slug=TEST_MODEL, status="success", cost_usd=Decimal("0.0079"),
+        request_id="gen-before",
+        organisation=tenant.organisation,
+        api_key=tenant.api_key,
+        model_slug=TEST_MODEL,
+        status="success",
+        cost_usd=Decimal("0.0079"),
         created_at=timezone.now(),
-    )  # fmt: skip
+    )
     _long_replies(emulator, 500)  # $0.0002 a call: past 80% after the first
     try:
         for _ in range(3):
@@ -343,8 +359,9 @@ def test_alerts_at_80_and_100_percent_are_sent_once(
             assert spend_alert_deliver(alert=alert)  # delivered already: nothing resent
         assert len(mail.outbox) == 2
         assert {m.to[0] for m in mail.outbox} == {"owner@example.com"}
-        assert any("has used 80% of its monthly spend limit of $0.01" in m.body
-                   for m in mail.outbox)  # fmt: skip
+        assert any(
+            "has used 80% of its monthly spend limit of $0.01" in m.body for m in mail.outbox
+        )
         assert sorted(b["threshold_percent"] for b in receiver.bodies) == [80, 100]
         assert {b["api_key"] for b in receiver.bodies} == {tenant.api_key.name}
     finally:

@@ -90,8 +90,10 @@ def _live_login(base_url: str, username: str, password: str) -> httpx.Response:
     with httpx.Client(base_url=base_url) as http:
         form = http.get("/login/")
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
-        return http.post("/login/", data={"username": username, "password": password,
-                                          "csrfmiddlewaretoken": token})  # fmt: skip
+        return http.post(
+            "/login/",
+            data={"username": username, "password": password, "csrfmiddlewaretoken": token},
+        )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -137,8 +139,9 @@ def test_secure_cookies_and_hsts_when_configured(settings):
     form = web.get("/login/", secure=True)
     assert form["Strict-Transport-Security"].startswith("max-age=31536000")
     assert form.cookies["csrftoken"]["secure"] is True
-    response = web.post("/login/", {"username": tenant.user.username, "password": PASSWORD},
-                        secure=True)  # fmt: skip
+    response = web.post(
+        "/login/", {"username": tenant.user.username, "password": PASSWORD}, secure=True
+    )
     assert response.status_code == 302
     assert response.cookies["sessionid"]["secure"] is True
 
@@ -150,10 +153,15 @@ def _settings_under(env: dict[str, str]) -> dict:
         "s.SECURE_HSTS_SECONDS, s.SECURE_SSL_REDIRECT]))"
     )
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "UBERLLM_"))}
-    full = {**base, "DJANGO_SETTINGS_MODULE": "uberllm.settings", "UBERLLM_READ_DOT_ENV": "false",
-            **env}  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code], env=full, cwd=ROOT, capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    full = {
+        **base,
+        "DJANGO_SETTINGS_MODULE": "uberllm.settings",
+        "UBERLLM_READ_DOT_ENV": "false",
+        **env,
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=full, cwd=ROOT, capture_output=True, text=True, check=True
+    )
     import json
 
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -161,12 +169,22 @@ def _settings_under(env: dict[str, str]) -> dict:
 
 def test_secure_settings_default_on_in_production_only():
     assert _settings_under({"DJANGO_ALLOWED_HOSTS": "gw.example.com"}) == [
-        True, True, 31536000, True]  # fmt: skip
+        True,
+        True,
+        31536000,
+        True,
+    ]
     assert _settings_under({}) == [False, False, 0, False]  # local hosts only
-    assert _settings_under({"DJANGO_ALLOWED_HOSTS": "gw.example.com", "DJANGO_DEBUG": "true"})[
-        0] is False  # fmt: skip
-    assert _settings_under({"DJANGO_ALLOWED_HOSTS": "gw.example.com",
-                            "UBERLLM_SECURE_COOKIES": "false"})[0] is False  # fmt: skip
+    assert (
+        _settings_under({"DJANGO_ALLOWED_HOSTS": "gw.example.com", "DJANGO_DEBUG": "true"})[0]
+        is False
+    )
+    assert (
+        _settings_under(
+            {"DJANGO_ALLOWED_HOSTS": "gw.example.com", "UBERLLM_SECURE_COOKIES": "false"}
+        )[0]
+        is False
+    )
     assert _settings_under({"UBERLLM_SECURE_COOKIES": "true"}) == [True, True, 31536000, True]
 
 
@@ -174,8 +192,11 @@ def _check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "UBERLLM_"))}
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        env={**base, **env}, cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+        env={**base, **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_check_deploy_passes_with_production_settings():

@@ -19,8 +19,9 @@ class Command(BaseCommand):
     help = "Archive Activity rows older than the retention to gzip JSON lines, then delete them."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--retention-days", type=int,
-                            default=billing_config().activity_retention_days)  # fmt: skip
+        parser.add_argument(
+            "--retention-days", type=int, default=billing_config().activity_retention_days
+        )
         parser.add_argument("--directory", default=str(billing_config().activity_archive_dir))
         parser.add_argument("--batch", type=int, default=5000, help="ids per delete")
         parser.add_argument("--max-rows", type=int, default=None)
@@ -33,9 +34,12 @@ class Command(BaseCommand):
             raise CommandError("--batch must be positive")
         started = time.monotonic()
         result = activity_archive(
-            retention_days=options["retention_days"], directory=Path(options["directory"]),
-            batch=options["batch"], max_rows=options["max_rows"], dry_run=options["dry_run"],
-        )  # fmt: skip
+            retention_days=options["retention_days"],
+            directory=Path(options["directory"]),
+            batch=options["batch"],
+            max_rows=options["max_rows"],
+            dry_run=options["dry_run"],
+        )
         if result.cutoff is None:
             self.stdout.write("nothing to archive (no retention, or no day rolled up yet)")
             return

@@ -83,6 +83,10 @@ class Command(BaseCommand):
             emulator_url=emulator_url, password=password, operator_password=operator_password
         )
         if options["verbosity"]:
-            lines = summary_lines(base_url=base_url.rstrip("/"), password=password,
-                                  operator_password=operator_password, key=key)  # fmt: skip
+            lines = summary_lines(
+                base_url=base_url.rstrip("/"),
+                password=password,
+                operator_password=operator_password,
+                key=key,
+            )
             self.stdout.write("\n".join(lines))

@@ -138,8 +138,12 @@ def measure(func: Callable[[], object], runs: int) -> tuple[float, float, float,
         started = time.perf_counter()
         func()
         times.append((time.perf_counter() - started) * 1000)
-    return (statistics.median(times), min(times), max(times),
-            [q["sql"] for q in captured.captured_queries])  # fmt: skip
+    return (
+        statistics.median(times),
+        min(times),
+        max(times),
+        [q["sql"] for q in captured.captured_queries],
+    )
 
 
 class Command(BaseCommand):

@@ -18,8 +18,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--base", required=True, help="directory of the other version")
-        parser.add_argument("--cells", nargs="+", default=None,
-                            help="mode:concurrency, e.g. paced:32 unpaced:1")  # fmt: skip
+        parser.add_argument(
+            "--cells", nargs="+", default=None, help="mode:concurrency, e.g. paced:32 unpaced:1"
+        )
         parser.add_argument("--repeats", type=int, default=2)
         parser.add_argument("--duration", type=float, default=5.0)
         parser.add_argument("--workers", type=int, default=1)
@@ -30,6 +31,12 @@ class Command(BaseCommand):
             raise CommandError(f"{base} is not a checkout (no manage.py)")
         cells = [parse_cell(c) for c in options["cells"]] if options["cells"] else DEFAULT_CELLS
         dirs = {"base": base, "this": Path(settings.BASE_DIR)}
-        results = run_pair(dirs, cells, options["repeats"], options["duration"],
-                           options["workers"], lambda m: self.stderr.write(m))  # fmt: skip
+        results = run_pair(
+            dirs,
+            cells,
+            options["repeats"],
+            options["duration"],
+            options["workers"],
+            lambda m: self.stderr.write(m),
+        )
         self.stdout.write(render(summarise(results, cells, list(dirs)), list(dirs)))

@@ -41,8 +41,9 @@ def _serve() -> tuple[uvicorn.Server, str]:
 
 def _time_401(client: httpx.Client, url: str, key: str) -> float:
     started = time.perf_counter()
-    response = client.post(url, json={"model": "m", "messages": []},
-                           headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+    response = client.post(
+        url, json={"model": "m", "messages": []}, headers={"Authorization": f"Bearer {key}"}
+    )
     elapsed = time.perf_counter() - started
     assert response.status_code == 401, response.text
     return elapsed * 1000

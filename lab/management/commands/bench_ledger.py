@@ -24,25 +24,39 @@ from providers.models import Endpoint, Model, Provider
 
 def _checkpoint(request_id: str, endpoint_id: int | None) -> Checkpoint:
     """A heartbeat of a stream that has delivered tokens (routing.gateway.heartbeat)."""
-    return Checkpoint(request_id, timezone.now(), provider_slug="alpha", endpoint_id=endpoint_id,
-                      prompt_tokens=1200, completion_tokens=20, cost_usd=Decimal("0.0001"),
-                      prices={"input": "0.1", "output": "0.4"})  # fmt: skip
+    return Checkpoint(
+        request_id,
+        timezone.now(),
+        provider_slug="alpha",
+        endpoint_id=endpoint_id,
+        prompt_tokens=1200,
+        completion_tokens=20,
+        cost_usd=Decimal("0.0001"),
+        prices={"input": "0.1", "output": "0.4"},
+    )
 
 
 def _items(organisation_id: int, api_key_id: int, n: int) -> list:
     items = []
     for _ in range(n):
         request_id = f"gen-bench-{uuid.uuid4().hex}"
-        row = OpenRow(request_id, organisation_id, api_key_id, "bench/model", True,
-                      timezone.now())  # fmt: skip
+        row = OpenRow(request_id, organisation_id, api_key_id, "bench/model", True, timezone.now())
         result = CallResult(
-            request_id=request_id, status="success", http_status=200, provider_slug="alpha",
-            prompt_tokens=1200, completion_tokens=40, cost_usd=Decimal("0.000123"),
-            prices={"input": "0.1", "output": "0.4"}, ttft_ms=120, total_ms=900,
-            routing_strategy="smart", routing_reason="cheapest fast enough",
+            request_id=request_id,
+            status="success",
+            http_status=200,
+            provider_slug="alpha",
+            prompt_tokens=1200,
+            completion_tokens=40,
+            cost_usd=Decimal("0.000123"),
+            prices={"input": "0.1", "output": "0.4"},
+            ttft_ms=120,
+            total_ms=900,
+            routing_strategy="smart",
+            routing_reason="cheapest fast enough",
             prompt_bucket="<8k",
             attempts=[AttemptResult(1, None, "alpha", "cheapest", "success", 200)],
-        )  # fmt: skip
+        )
         items.append((row, None))
         items.append((row, result))
     return items
@@ -55,9 +69,10 @@ class Command(BaseCommand):
         parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 200])
         parser.add_argument("--calls", type=int, default=2000, help="calls per cell")
         parser.add_argument(
-            "--contended", action="store_true",
+            "--contended",
+            action="store_true",
             help="also time batches beside a thread that keeps the CPU busy",
-        )  # fmt: skip
+        )
 
     def handle(self, *args, batches: list[int], calls: int, contended: bool, **options) -> None:
         organisation = organisation_create(name=f"bench-ledger-{uuid.uuid4().hex[:8]}")
@@ -70,8 +85,10 @@ class Command(BaseCommand):
                 rounds = max(1, calls // size)
                 short = self._cpu(rounds, lambda size=size: [ledger_write(_items(*ids, size))])
                 stream = self._cpu(rounds, lambda size=size: self._stream_batches(ids, size))
-                self.stdout.write(f"{size:5d}  {short / (rounds * size) * 1e6:22.0f}  "
-                                  f"{stream / (rounds * size) * 1e6:30.0f}")  # fmt: skip
+                self.stdout.write(
+                    f"{size:5d}  {short / (rounds * size) * 1e6:22.0f}  "
+                    f"{stream / (rounds * size) * 1e6:30.0f}"
+                )
             if contended:
                 self._contended(ids, batches)
         finally:
@@ -82,8 +99,9 @@ class Command(BaseCommand):
         # its endpoints are deleted together; the catalog's own are left alone).
         model = Model.objects.create(slug=f"bench-ledger/{uuid.uuid4().hex[:8]}", name="bench")
         provider, new = Provider.objects.get_or_create(slug="bench-ledger", defaults={"name": "b"})
-        endpoint = Endpoint.objects.create(provider=provider, model=model,
-                                           base_url="https://bench.invalid/v1")  # fmt: skip
+        endpoint = Endpoint.objects.create(
+            provider=provider, model=model, base_url="https://bench.invalid/v1"
+        )
         try:
             self._contended_table(ids, batches, endpoint.id)
         finally:
@@ -93,8 +111,9 @@ class Command(BaseCommand):
 
     def _contended_table(self, ids: tuple[int, int], batches: list[int], endpoint_id: int) -> None:
         self.stdout.write("\nwall ms per batch, idle / beside a busy thread (median of 5)")
-        self.stdout.write("batch    one-batch calls    stream openings  heartbeats served"
-                          "      stream endings")  # fmt: skip
+        self.stdout.write(
+            "batch    one-batch calls    stream openings  heartbeats served      stream endings"
+        )
         for size in batches:
             idle = self._walls(ids, size, endpoint_id)
             with _BusyThread():

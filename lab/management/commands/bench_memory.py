@@ -27,9 +27,14 @@ class Command(BaseCommand):
         # bench_overhead's; Redis when REDIS_URL is set.
         database_url = Overhead()._database_url(base)
         result = measure(
-            base, options["duration"], options["every"], options["concurrency"],
-            options["workers"], database_url, log=lambda line: self.stderr.write(line),
-        )  # fmt: skip
+            base,
+            options["duration"],
+            options["every"],
+            options["concurrency"],
+            options["workers"],
+            database_url,
+            log=lambda line: self.stderr.write(line),
+        )
         stores = "sqlite (var/bench/bench.sqlite3)" if database_url else "postgresql"
         self.stdout.write(
             f"bench_memory: database {stores}, shared state "

@@ -30,10 +30,12 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         base = Path(settings.BASE_DIR)
         bench = Options(
-            duration=options["duration"], warmup=options["warmup"],
-            database_url=Overhead()._database_url(base), redis=bool(settings.REDIS_URL),
+            duration=options["duration"],
+            warmup=options["warmup"],
+            database_url=Overhead()._database_url(base),
+            redis=bool(settings.REDIS_URL),
             log=lambda message: self.stderr.write(message),
-        )  # fmt: skip
+        )
         database = "sqlite (var/bench/bench.sqlite3)" if bench.database_url else "postgresql"
         self.stdout.write(
             f"bench_sizing: database {database}, shared state "
@@ -41,8 +43,13 @@ class Command(BaseCommand):
             f"{options['duration']:g} s windows, unpaced emulator, 16-token replies, "
             f"cores: {os.cpu_count()}"
         )
-        rows = run_sizing(bench, base, workers=options["workers"], repeats=options["repeats"],
-                          concurrency=options["concurrency"])  # fmt: skip
+        rows = run_sizing(
+            bench,
+            base,
+            workers=options["workers"],
+            repeats=options["repeats"],
+            concurrency=options["concurrency"],
+        )
         self.stdout.write(render(rows))
         if options["json"]:
             self.stdout.write(json.dumps(rows))

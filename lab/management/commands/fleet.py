@@ -48,24 +48,33 @@ class Command(BaseCommand):
         # in sessions of their own and would otherwise outlive this one.
         signal.signal(signal.SIGTERM, _interrupt)
         ports = [int(port) for port in options["gateway_ports"].split(",")]
-        fleet = Fleet(FleetConfig(
-            run_dir=settings.VAR_DIR / "fleet" / "demo", lb_port=options["port"],
-            gateway_ports=ports, workers_per_gateway=options["workers"],
-            drain_timeout_s=options["drain_timeout"], emulator_profiles=EMULATOR_PROFILES,
-            emulator_port=options["emulator_port"],
-            env={"UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true",
-                 "UBERLLM_METRICS_TOKEN": os.environ.get("UBERLLM_METRICS_TOKEN", "")},
-        ))  # fmt: skip
+        fleet = Fleet(
+            FleetConfig(
+                run_dir=settings.VAR_DIR / "fleet" / "demo",
+                lb_port=options["port"],
+                gateway_ports=ports,
+                workers_per_gateway=options["workers"],
+                drain_timeout_s=options["drain_timeout"],
+                emulator_profiles=EMULATOR_PROFILES,
+                emulator_port=options["emulator_port"],
+                env={
+                    "UBERLLM_ALLOW_PRIVATE_UPSTREAMS": "true",
+                    "UBERLLM_METRICS_TOKEN": os.environ.get("UBERLLM_METRICS_TOKEN", ""),
+                },
+            )
+        )
         try:
             fleet.start()
         except KeyboardInterrupt:
             fleet.stop()
             return
-        self.stdout.write(self.style.SUCCESS(
-            f"Fleet up: API {fleet.lb_url}/api/v1 through nginx; instances "
-            f"{', '.join(fleet.gateway_url(i) for i in range(len(ports)))}; logs in "
-            f"{fleet.logs()}. Ctrl-C stops everything."
-        ))  # fmt: skip
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Fleet up: API {fleet.lb_url}/api/v1 through nginx; instances "
+                f"{', '.join(fleet.gateway_url(i) for i in range(len(ports)))}; logs in "
+                f"{fleet.logs()}. Ctrl-C stops everything."
+            )
+        )
         try:
             while all(proc.poll() is None for proc in fleet.procs.values()):
                 time.sleep(0.5)

@@ -23,15 +23,29 @@ from billing.models import Activity, ApiKey, Attempt, Organisation
 from billing.rollups import rollup_rebuild
 from billing.services import api_key_create, organisation_create
 
-MODELS = ("deepseek/v4-flash", "deepseek/v4", "qwen/qwen3-235b", "moonshot/kimi-k2",
-          "zai/glm-4.6", "openai/gpt-oss-120b")  # fmt: skip
+MODELS = (
+    "deepseek/v4-flash",
+    "deepseek/v4",
+    "qwen/qwen3-235b",
+    "moonshot/kimi-k2",
+    "zai/glm-4.6",
+    "openai/gpt-oss-120b",
+)
 PROVIDERS = ("alpha", "bravo", "charlie", "delta", "echo")
 BUCKETS = ("<8k", "8k-32k", "32k-128k", ">128k")
 
 
-def seed_activity(*, organisation: Organisation, rows: int, months: int = 13, keys: int = 5,
-                  batch: int = 500_000, attempts: bool = True, now: datetime | None = None,
-                  progress=None) -> int:  # fmt: skip
+def seed_activity(
+    *,
+    organisation: Organisation,
+    rows: int,
+    months: int = 13,
+    keys: int = 5,
+    batch: int = 500_000,
+    attempts: bool = True,
+    now: datetime | None = None,
+    progress=None,
+) -> int:
     """Insert ``rows`` Activity rows (and one Attempt each) for ``organisation``; returns
     the number inserted. ``progress(done, total)`` is called after each batch."""
     now = (now or datetime.now(UTC)).replace(microsecond=0)
@@ -43,11 +57,13 @@ def seed_activity(*, organisation: Organisation, rows: int, months: int = 13, ke
         size = min(batch, rows - done)
         with transaction.atomic():
             if connection.vendor == "postgresql":
-                _batch_postgresql(organisation.id, key_ids, tag, done, size, rows, span_s,
-                                  now, attempts)  # fmt: skip
+                _batch_postgresql(
+                    organisation.id, key_ids, tag, done, size, rows, span_s, now, attempts
+                )
             else:
-                _batch_python(organisation.id, key_ids, tag, done, size, rows, span_s, now,
-                              attempts)  # fmt: skip
+                _batch_python(
+                    organisation.id, key_ids, tag, done, size, rows, span_s, now, attempts
+                )
         done += size
         if progress:
             progress(done, rows)
@@ -145,26 +161,37 @@ def _batch_python(org_id, key_ids, tag, start, size, rows, span_s, now, attempts
         created_at = now - timedelta(seconds=g * step)
         activities.append(
             Activity(
-                request_id=f"seed-{tag}-{g}", organisation_id=org_id,
-                api_key_id=rng.choice(key_ids), model_slug=rng.choice(MODELS),
-                provider_slug=rng.choice(PROVIDERS), status=status,
+                request_id=f"seed-{tag}-{g}",
+                organisation_id=org_id,
+                api_key_id=rng.choice(key_ids),
+                model_slug=rng.choice(MODELS),
+                provider_slug=rng.choice(PROVIDERS),
+                status=status,
                 http_status={"success": 200, "error": 502}.get(status),
                 error_message="upstream 502" if status == "error" else "",
-                stream=rng.random() < 0.5, prompt_tokens=ptok, cached_tokens=ptok // 4,
+                stream=rng.random() < 0.5,
+                prompt_tokens=ptok,
+                cached_tokens=ptok // 4,
                 completion_tokens=ctok,
                 cost_usd=(Decimal(ptok) * Decimal("0.28") + ctok * Decimal("1.1")) / 10**6,
                 usage_estimated=rng.randrange(50) == 0,
                 ttft_ms=None if status == "cancelled" else rng.randrange(150, 5000),
-                total_ms=rng.randrange(400, 20400), attempt_count=1,
-                hedged=rng.randrange(40) == 0, routing_strategy="smart",
-                routing_reason="fastest usable", prompt_bucket=rng.choice(BUCKETS),
-                list_cost_usd=(Decimal(ptok) * Decimal("0.5") + ctok * 2) / 10**6 if has_ref
+                total_ms=rng.randrange(400, 20400),
+                attempt_count=1,
+                hedged=rng.randrange(40) == 0,
+                routing_strategy="smart",
+                routing_reason="fastest usable",
+                prompt_bucket=rng.choice(BUCKETS),
+                list_cost_usd=(Decimal(ptok) * Decimal("0.5") + ctok * 2) / 10**6
+                if has_ref
                 else None,
-                cheapest_cost_usd=(Decimal(ptok) * Decimal("0.25") + ctok) / 10**6 if has_ref
+                cheapest_cost_usd=(Decimal(ptok) * Decimal("0.25") + ctok) / 10**6
+                if has_ref
                 else None,
-                created_at=created_at, finished_at=created_at + timedelta(seconds=2),
+                created_at=created_at,
+                finished_at=created_at + timedelta(seconds=2),
             )
-        )  # fmt: skip
+        )
     created = Activity.objects.bulk_create(activities, batch_size=2000)
     if attempts:
         Attempt.objects.bulk_create(
@@ -212,9 +239,15 @@ class Command(BaseCommand):
             elapsed = time.monotonic() - started
             self.stdout.write(f"{done:>12,} / {total:,} rows  {elapsed:7.1f} s", ending="\n")
 
-        seed_activity(organisation=organisation, rows=options["rows"], months=options["months"],
-                      keys=options["keys"], batch=options["batch"],
-                      attempts=not options["no_attempts"], progress=progress)  # fmt: skip
+        seed_activity(
+            organisation=organisation,
+            rows=options["rows"],
+            months=options["months"],
+            keys=options["keys"],
+            batch=options["batch"],
+            attempts=not options["no_attempts"],
+            progress=progress,
+        )
         elapsed = time.monotonic() - started
         if not options["no_rollup"]:
             # Rows were added to days already rolled: rebuild those days.

@@ -12,8 +12,19 @@ from .reader import FINISH_REASONS, UpstreamReader
 from .render import ERROR_TYPES, PING, STOP_REASONS, StreamRenderer, error_body, render_message, sse
 
 __all__ = [
-    "ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "ERROR_TYPES", "FINISH_REASONS", "PING",
-    "STOP_REASONS", "StreamRenderer", "UpstreamReader", "count_text", "error_body",
-    "from_chat_body", "render_message", "sse", "to_chat_body",
+    "ANTHROPIC_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "ERROR_TYPES",
+    "FINISH_REASONS",
+    "PING",
+    "STOP_REASONS",
+    "StreamRenderer",
+    "UpstreamReader",
+    "count_text",
+    "error_body",
+    "from_chat_body",
+    "render_message",
+    "sse",
+    "to_chat_body",
     "upstream_headers",
-]  # fmt: skip
+]

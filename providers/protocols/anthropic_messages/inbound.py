@@ -17,9 +17,19 @@ from ..types import (
     ProtocolError,
 )
 
-BLOCK_TYPES = ("text", "image", "tool_use", "tool_result", "thinking", "redacted_thinking",
-               "document", "server_tool_use", "web_search_tool_result", "search_result",
-               "container_upload")  # fmt: skip
+BLOCK_TYPES = (
+    "text",
+    "image",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "document",
+    "server_tool_use",
+    "web_search_tool_result",
+    "search_result",
+    "container_upload",
+)
 SERVER_TOOL_SUFFIXES = ("_tool_use", "_tool_result")
 # "system" inside messages: Claude Code's mid-conversation-system beta.
 ROLES = ("user", "assistant", "system")
@@ -74,8 +84,9 @@ def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content
-                         if isinstance(b, dict) and b.get("type") == "text")  # fmt: skip
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
     return ""
 
 
@@ -91,8 +102,10 @@ _BLOCK_FIELDS: dict[str, tuple[tuple[str, type, bool], ...]] = {
     "tool_result": (("tool_use_id", str, False),),
 }
 _SOURCE_FIELDS: dict[str, tuple[str, ...]] = {
-    "base64": ("media_type", "data"), "url": ("url",), "text": ("data",),
-}  # fmt: skip
+    "base64": ("media_type", "data"),
+    "url": ("url",),
+    "text": ("data",),
+}
 _TYPE_NAMES = {str: "a string", dict: "an object"}
 
 
@@ -139,8 +152,11 @@ def _user_messages(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             text = _result_text(block.get("content"))
             if block.get("is_error"):
                 text = f"Error: {text}"
-            tool = {"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")),
-                    "content": text}  # fmt: skip
+            tool = {
+                "role": "tool",
+                "tool_call_id": str(block.get("tool_use_id", "")),
+                "content": text,
+            }
             if block.get("cache_control"):  # for Anthropic upstreams only (see __init__)
                 tool["cache_control"] = block["cache_control"]
             out.append(tool)
@@ -167,9 +183,13 @@ def _assistant_message(blocks: list[dict[str, Any]]) -> dict[str, Any]:
                 signature = block["signature"]
         elif kind == "tool_use":
             arguments = orjson.dumps(block.get("input") or {}).decode()
-            calls.append({"id": str(block.get("id", "")), "type": "function",
-                          "function": {"name": str(block.get("name", "")),
-                                       "arguments": arguments}})  # fmt: skip
+            calls.append(
+                {
+                    "id": str(block.get("id", "")),
+                    "type": "function",
+                    "function": {"name": str(block.get("name", "")), "arguments": arguments},
+                }
+            )
     message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
     if not calls and message["content"] is None:
         message["content"] = ""
@@ -229,8 +249,10 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
             raise _bad(f"tools[{index}].name: required.", f"tools[{index}].name")
         if tool.get("type") not in (None, "custom"):
             continue  # a server tool (web search, code execution ...): not available here
-        function = {"name": tool["name"],
-                    "parameters": tool.get("input_schema") or {"type": "object"}}  # fmt: skip
+        function = {
+            "name": tool["name"],
+            "parameters": tool.get("input_schema") or {"type": "object"},
+        }
         if tool.get("description"):
             function["description"] = tool["description"]
         out.append({"type": "function", "function": function})

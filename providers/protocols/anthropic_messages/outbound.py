@@ -14,8 +14,11 @@ EFFORT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 
 def upstream_headers(authorization: str | None) -> dict[str, str]:
     """Anthropic's headers: the key as ``x-api-key`` (the catalog stores ``Bearer <key>``)."""
-    headers = {"content-type": "application/json", "accept": "text/event-stream",
-               "anthropic-version": ANTHROPIC_VERSION}  # fmt: skip
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "anthropic-version": ANTHROPIC_VERSION,
+    }
     if authorization:
         scheme, _, token = authorization.partition(" ")
         headers["x-api-key"] = token if scheme.lower() == "bearer" and token else authorization
@@ -92,17 +95,24 @@ def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(call, dict):
             continue
         function = call.get("function") or {}
-        blocks.append({"type": "tool_use", "id": str(call.get("id") or ""),
-                       "name": str(function.get("name") or ""),
-                       "input": _arguments_object(function.get("arguments"))})  # fmt: skip
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": str(call.get("id") or ""),
+                "name": str(function.get("name") or ""),
+                "input": _arguments_object(function.get("arguments")),
+            }
+        )
     return blocks
 
 
 def _tool_result(message: dict[str, Any]) -> dict[str, Any]:
     content = message.get("content")
     blocks = _content_blocks(content) if isinstance(content, list) else None
-    result: dict[str, Any] = {"type": "tool_result",
-                              "tool_use_id": str(message.get("tool_call_id") or "")}  # fmt: skip
+    result: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": str(message.get("tool_call_id") or ""),
+    }
     result["content"] = blocks if blocks is not None else (content or "")
     if message.get("cache_control"):
         result["cache_control"] = message["cache_control"]
@@ -142,8 +152,10 @@ def _upstream_tools(body: dict[str, Any], request: dict[str, Any]) -> None:
         function = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             continue
-        entry = {"name": function["name"],
-                 "input_schema": function.get("parameters") or {"type": "object"}}  # fmt: skip
+        entry = {
+            "name": function["name"],
+            "input_schema": function.get("parameters") or {"type": "object"},
+        }
         if function.get("description"):
             entry["description"] = function["description"]
         tools.append(entry)

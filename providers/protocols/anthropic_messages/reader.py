@@ -6,9 +6,15 @@ from typing import Any
 
 import orjson
 
-FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
-                  "tool_use": "tool_calls", "pause_turn": "stop", "refusal": "content_filter",
-                  "model_context_window_exceeded": "length"}  # fmt: skip
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "pause_turn": "stop",
+    "refusal": "content_filter",
+    "model_context_window_exceeded": "length",
+}
 
 
 class UpstreamReader:
@@ -28,13 +34,25 @@ class UpstreamReader:
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        return orjson.dumps({"id": self.message_id, "object": "chat.completion.chunk",
-                             "model": self.model, "choices": [choice]})  # fmt: skip
+        return orjson.dumps(
+            {
+                "id": self.message_id,
+                "object": "chat.completion.chunk",
+                "model": self.model,
+                "choices": [choice],
+            }
+        )
 
     def _usage_chunk(self) -> bytes:
-        return orjson.dumps({"id": self.message_id, "object": "chat.completion.chunk",
-                             "model": self.model, "choices": [],
-                             "usage": dict(self.usage)})  # fmt: skip
+        return orjson.dumps(
+            {
+                "id": self.message_id,
+                "object": "chat.completion.chunk",
+                "model": self.model,
+                "choices": [],
+                "usage": dict(self.usage),
+            }
+        )
 
     def _block_start(self, event: dict[str, Any]) -> list[bytes]:
         block = event.get("content_block") or {}
@@ -42,17 +60,23 @@ class UpstreamReader:
         if kind == "text" and block.get("text"):
             return [self._chunk({"content": block["text"]})]
         if kind == "thinking":
-            out = [self._chunk({"reasoning_content": block["thinking"]})] if block.get(
-                "thinking") else []  # fmt: skip
+            out = (
+                [self._chunk({"reasoning_content": block["thinking"]})]
+                if block.get("thinking")
+                else []
+            )
             if block.get("signature"):
                 out.append(self._chunk({"reasoning_signature": block["signature"]}))
             return out
         if kind == "tool_use":
             index = self.tools[int(event.get("index", 0))] = len(self.tools)
             arguments = orjson.dumps(block["input"]).decode() if block.get("input") else ""
-            call = {"index": index, "id": str(block.get("id") or ""), "type": "function",
-                    "function": {"name": str(block.get("name") or ""),
-                                 "arguments": arguments}}  # fmt: skip
+            call = {
+                "index": index,
+                "id": str(block.get("id") or ""),
+                "type": "function",
+                "function": {"name": str(block.get("name") or ""), "arguments": arguments},
+            }
             return [self._chunk({"tool_calls": [call]})]
         return []
 
@@ -92,8 +116,9 @@ class UpstreamReader:
             case "content_block_delta":
                 return self._block_delta(event)
             case "message_delta":
-                self.usage.update({k: v for k, v in (event.get("usage") or {}).items()
-                                   if v is not None})  # fmt: skip
+                self.usage.update(
+                    {k: v for k, v in (event.get("usage") or {}).items() if v is not None}
+                )
                 reason = (event.get("delta") or {}).get("stop_reason")
                 if reason is None:
                     return []
@@ -117,13 +142,19 @@ class UpstreamReader:
         if message.get("type") == "error":
             return self.feed(body)
         usage = message.get("usage") or {}
-        out = self.feed(orjson.dumps({"type": "message_start",
-                                      "message": {**message, "usage": usage}}))  # fmt: skip
+        out = self.feed(
+            orjson.dumps({"type": "message_start", "message": {**message, "usage": usage}})
+        )
         for index, block in enumerate(message.get("content") or ()):
             if not isinstance(block, dict):
                 continue
             out += self._block_start({"index": index, "content_block": block})
-        out += self.feed(orjson.dumps({"type": "message_delta",
-                                       "delta": {"stop_reason": message.get("stop_reason")
-                                                 or "end_turn"}}))  # fmt: skip
+        out += self.feed(
+            orjson.dumps(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": message.get("stop_reason") or "end_turn"},
+                }
+            )
+        )
         return [*out, b"[DONE]"]

@@ -24,13 +24,27 @@ from ..types import (
     UsageReport,
 )
 
-STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
-                "function_call": "tool_use", "content_filter": "refusal"}  # fmt: skip
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
-               403: "permission_error", 404: "not_found_error", 405: "invalid_request_error",
-               413: "request_too_large", 415: "invalid_request_error",
-               422: "invalid_request_error", 429: "rate_limit_error",
-               503: "overloaded_error", 529: "overloaded_error"}  # fmt: skip
+STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "request_too_large",
+    415: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
 
 
 def sse(event: str, data: dict[str, Any]) -> bytes:
@@ -70,9 +84,16 @@ class StreamRenderer:
         self.signature = ""  # the open thinking block's, from the provider
 
     def start(self) -> bytes:
-        message = {"id": self.message_id, "type": "message", "role": "assistant",
-                   "model": self.model, "content": [], "stop_reason": None,
-                   "stop_sequence": None, "usage": _usage(None, self.prompt_estimate)}  # fmt: skip
+        message = {
+            "id": self.message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": _usage(None, self.prompt_estimate),
+        }
         return sse("message_start", {"type": "message_start", "message": message})
 
     def _open(self, kind: str, block: dict[str, Any]) -> bytes:
@@ -104,12 +125,20 @@ class StreamRenderer:
     def render(self, event: ChatEvent) -> bytes:
         match event:
             case TextDelta(text):
-                opening = b"" if self.block_kind == "text" else self._open(
-                    "text", {"type": "text", "text": ""})  # fmt: skip
+                opening = (
+                    b""
+                    if self.block_kind == "text"
+                    else self._open("text", {"type": "text", "text": ""})
+                )
                 return opening + self._delta({"type": "text_delta", "text": text})
             case ReasoningDelta(text):
-                opening = b"" if self.block_kind == "thinking" else self._open(
-                    "thinking", {"type": "thinking", "thinking": "", "signature": ""})  # fmt: skip
+                opening = (
+                    b""
+                    if self.block_kind == "thinking"
+                    else self._open(
+                        "thinking", {"type": "thinking", "thinking": "", "signature": ""}
+                    )
+                )
                 return opening + self._delta({"type": "thinking_delta", "thinking": text})
             case ReasoningSignature(signature):
                 if self.block_kind == "thinking":
@@ -134,11 +163,16 @@ class StreamRenderer:
     def finish(self) -> bytes:
         """``message_delta`` (stop_reason, usage) and ``message_stop``."""
         usage = _usage(self.usage, self.prompt_estimate)
-        delta = {"type": "message_delta",
-                 "delta": {"stop_reason": self.stop_reason or "end_turn", "stop_sequence": None},
-                 "usage": usage}  # fmt: skip
-        return self._close() + sse("message_delta", delta) + sse(
-            "message_stop", {"type": "message_stop"})  # fmt: skip
+        delta = {
+            "type": "message_delta",
+            "delta": {"stop_reason": self.stop_reason or "end_turn", "stop_sequence": None},
+            "usage": usage,
+        }
+        return (
+            self._close()
+            + sse("message_delta", delta)
+            + sse("message_stop", {"type": "message_stop"})
+        )
 
 
 def tool_input(arguments: str) -> Any:
@@ -149,8 +183,9 @@ def tool_input(arguments: str) -> Any:
     return value if isinstance(value, dict) else {}
 
 
-def render_message(message_id: str, model: str, events: list[ChatEvent],
-                   prompt_estimate: int) -> dict[str, Any]:  # fmt: skip
+def render_message(
+    message_id: str, model: str, events: list[ChatEvent], prompt_estimate: int
+) -> dict[str, Any]:
     """A whole reply (the events of a ``chat.completion``) as an Anthropic Message."""
     content: list[dict[str, Any]] = []
     thinking, text, signature = "", "", ""
@@ -178,8 +213,21 @@ def render_message(message_id: str, model: str, events: list[ChatEvent],
         content.append({"type": "text", "text": text})
     for index in sorted(calls):
         call = calls[index]
-        content.append({"type": "tool_use", "id": call["id"], "name": call["name"],
-                        "input": tool_input(call["arguments"])})  # fmt: skip
-    return {"id": message_id, "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": stop, "stop_sequence": None,
-            "usage": _usage(usage, prompt_estimate)}  # fmt: skip
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call["id"],
+                "name": call["name"],
+                "input": tool_input(call["arguments"]),
+            }
+        )
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": _usage(usage, prompt_estimate),
+    }
