@@ -20,6 +20,7 @@ from django.utils import timezone
 from common.lean_sql import Row, insert_rows, new_row, select_rows, update_rows
 from common.metrics import observe_ledger_orphan
 
+from .limits import settle_abandoned
 from .models import Activity, ApiKey, Attempt, Organisation
 from .savings import fill_savings
 
@@ -237,7 +238,7 @@ FINISH_FIELDS = (
 def activity_preview(row: OpenRow, result: CallResult) -> Activity:
     """The finished row as ``activity_finish`` will write it, unsaved, with its attempts
     as ``attempt_rows``: what ``GET /generation`` answers for a call this process has
-    finished and not written yet (billing.selectors.generation_get)."""
+    finished and not written yet (billing.generations.generation_record)."""
     activity = _new_activity(row, touch=False)
     _apply_result(activity, result)
     activity.attempt_rows = _attempt_rows(activity, result.attempts)
@@ -526,8 +527,6 @@ def activity_reconcile(*, older_than_s: float) -> int:
 def _close_unfinished(request_ids: list[str], now: datetime) -> int:
     """Close the still-pending rows of ``request_ids`` as errors, billing their
     checkpoint, and settle their reservations; returns rows closed."""
-    from .limits import settle_abandoned
-
     pending = Activity.unscoped_objects.filter(
         request_id__in=request_ids, status=Activity.Status.PENDING
     )

@@ -39,7 +39,7 @@ URGENT_LINGER_S = 0.005
 class JustFinished:
     """Outcomes this process has queued and not written yet, by request id.
 
-    ``GET /generation`` (billing.selectors.generation_get) answers from them, so a record
+    ``GET /generation`` (billing.generations.generation_record) answers from them, so a record
     read right after a reply carries the call's final figures, not the pending row (or
     no row) the database holds until the next batch. The event loop adds and forgets;
     request threads only ``get`` (a dict's get and set are atomic under the GIL)."""

@@ -41,6 +41,7 @@ from .quota import (
     Ticket,
     settle_held,
 )
+from .selectors import organisation_usage_before, spend_since
 
 logger = logging.getLogger(__name__)
 
@@ -235,8 +236,6 @@ def _credit_refusal_message(remaining_nano: int, worst_nano: int) -> str:
 
 
 async def _seeds(budgets: tuple[Budget, ...], missing: tuple[int, ...], org_id: int) -> dict:
-    from .selectors import organisation_usage_before, spend_since
-
     seeds = {}
     for i in missing:
         budget = budgets[i]

@@ -6,7 +6,6 @@ app_name = "dashboard"
 
 urlpatterns = [
     path("", views.home_view, name="activity"),  # the operator overview for the operator
-    path("operator/", views.operator_overview_view, name="operator"),
     path("activity.csv", views.activity_csv_view, name="activity-csv"),
     path("activity/<str:request_id>/", views.activity_detail_view, name="activity-detail"),
     path("usage/", views.usage_view, name="usage"),

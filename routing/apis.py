@@ -9,8 +9,8 @@ from rest_framework.views import APIView
 
 from billing.apis import ActivityRowSerializer
 from billing.drf import ApiKeyAuthentication
+from billing.generations import generation_record
 from billing.models import Activity
-from billing.selectors import generation_get
 
 
 class AttemptSerializer(serializers.Serializer):
@@ -58,7 +58,7 @@ class GenerationApi(APIView):
 
     def get(self, request):
         request_id = request.query_params.get("id", "")
-        activity = generation_get(
+        activity = generation_record(
             organisation_id=request.auth.organisation_id, request_id=request_id
         )
         if activity.status == Activity.Status.PENDING:

@@ -7,6 +7,7 @@ from django.views import csrf, defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from routing.errors import GatewayError
+from routing.operator import operator_overview_view
 from routing.views import api_not_found, api_server_error
 
 from . import views as ops_views
@@ -57,6 +58,7 @@ urlpatterns = [
     # The few static files (admin CSS, Chart.js) served by Django itself, from the
     # finders: no collectstatic step, no sync-only middleware in the chain.
     re_path(r"^static/(?P<path>.+)$", static_file),
+    path("operator/", operator_overview_view, name="operator"),
     path("", include("billing.urls")),
 ]
 

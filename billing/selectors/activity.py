@@ -9,8 +9,6 @@ from decimal import Decimal
 from django.db.models import Count, Q, QuerySet, Sum
 from django.http import Http404
 
-from ..ledger import activity_preview
-from ..ledger_writer import just_finished
 from ..models import Activity, RejectedRequest
 from ..money import decimal_str
 from .common import ActivityFilters, in_days, matching, savings_of, savings_sums
@@ -39,28 +37,18 @@ def activity_get(*, organisation_id: int, request_id: str) -> Activity:
     return activity
 
 
-def generation_get(*, organisation_id: int, request_id: str) -> Activity:
-    """One call's record for ``GET /generation``, with its attempts as ``attempt_rows``:
-    the row once it is final; before that, the final figures of a call this process has
-    just finished and not written yet (the ledger writes in batches: up to
-    ``LEDGER_FLUSH_INTERVAL_S`` later); otherwise the row as it is, pending (in flight,
-    or finished by another process whose batch is not written yet). Http404 when
-    neither the database nor this process knows the call."""
+def generation_get(*, organisation_id: int, request_id: str) -> Activity | None:
+    """One call's row for ``GET /generation`` with its attempts as ``attempt_rows``, as
+    the database has it (final or pending); None when it has none
+    (billing.generations.generation_record adds this process's just-finished calls)."""
     activity = (
         Activity.objects.for_organisation(organisation_id)
         .select_related("api_key")
         .filter(request_id=request_id)
         .first()
     )
-    if activity is not None and activity.status != Activity.Status.PENDING:
+    if activity is not None:
         activity.attempt_rows = list(activity.attempts.all())
-        return activity
-    finished = just_finished.get(request_id)
-    if finished is not None and finished[0].organisation_id == organisation_id:
-        return activity_preview(*finished)
-    if activity is None:
-        raise Http404("No such generation.")
-    activity.attempt_rows = list(activity.attempts.all())
     return activity
 
 

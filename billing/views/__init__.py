@@ -18,7 +18,7 @@ from .members import (
     member_role_view,
     members_view,
 )
-from .operator import home_view, operator_overview_view
+from .operator import home_view
 from .statement import statement_csv_view, statement_view
 from .usage import usage_csv_view, usage_view
 
@@ -36,7 +36,6 @@ __all__ = [
     "member_remove_view",
     "member_role_view",
     "members_view",
-    "operator_overview_view",
     "organisation_limits_view",
     "organisation_required",
     "owner_required",

@@ -1,19 +1,15 @@
-"""The operator's landing page: what a staff user without an organisation sees at ``/``.
-
-Every endpoint's health (routing's selectors), the catalog and every organisation's
-spend, on one page, with links into the admin for the details."""
+"""``/``: what a signed-in user lands on. The operator (staff without an organisation)
+is sent to the operator overview (routing/operator.py, ``/operator/``); everyone else
+sees Activity."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-
-from routing.health import HEALTH_WINDOW, health_overview
+from django.shortcuts import redirect
 
 from .. import selectors
 from .activity import activity_list_view
-from .common import forbidden
 
 
 def is_operator(user) -> bool:
@@ -25,31 +21,5 @@ def is_operator(user) -> bool:
 def home_view(request: HttpRequest) -> HttpResponse:
     """``/``: the operator overview for the operator, Activity for everyone else."""
     if is_operator(request.user):
-        return operator_overview_view(request)
+        return redirect("operator")
     return activity_list_view(request)
-
-
-def _catalog(overview: list[dict]) -> list[dict]:
-    """The models with their endpoints (provider and prices), from the overview rows."""
-    models: dict[str, dict] = {}
-    for row in overview:
-        endpoint = row["endpoint"]
-        entry = models.setdefault(endpoint.model.slug, {"model": endpoint.model, "endpoints": []})
-        entry["endpoints"].append(endpoint)
-    return list(models.values())
-
-
-@login_required
-def operator_overview_view(request: HttpRequest) -> HttpResponse:
-    if not request.user.is_staff:
-        return forbidden(request, "The operator overview is for staff.")
-    overview = health_overview()
-    context = {
-        "overview": overview,
-        "buckets": selectors.PROMPT_BUCKETS,
-        "window_hours": int(HEALTH_WINDOW.total_seconds() // 3600),
-        "catalog": _catalog(overview),
-        "organisations": selectors.unscoped_organisation_spend().order_by("-spend_month", "slug"),
-        "nav": "operator",
-    }
-    return render(request, "dashboard/operator.html", context)

@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from billing import selectors
+from billing.generations import generation_record
 from billing.models import (
     Activity,
     ApiKey,
@@ -290,9 +291,7 @@ SCOPED_GETS = {
     "activity_get": lambda o, b: selectors.activity_get(
         organisation_id=o, request_id="gen-bolt-new"
     ),
-    "generation_get": lambda o, b: selectors.generation_get(
-        organisation_id=o, request_id="gen-bolt-new"
-    ),
+    "generation_get": lambda o, b: generation_record(organisation_id=o, request_id="gen-bolt-new"),
     "api_key_get": lambda o, b: selectors.api_key_get(organisation_id=o, key_id=b.api_key.id),
     "membership_get": lambda o, b: selectors.membership_get(
         organisation_id=o, membership_id=Membership.unscoped_objects.get(user=b.user).id

@@ -94,7 +94,7 @@ def test_operator_lands_on_the_overview():
         activity=call, attempt_no=1, provider_slug="alpha", endpoint_id=alpha.id, outcome="success"
     )
     SpeedSample.objects.create(endpoint=alpha, bucket="<8k", ttft_ms=120, prompt_tokens=1_000)
-    response = login(_operator()).get("/")
+    response = login(_operator()).get("/", follow=True)
     html = response.content.decode()
     assert response.status_code == 200 and "Operator overview" in html
     assert "not a member of any organisation" not in html
