@@ -159,6 +159,12 @@ class MessagesSend:
         await self.send({"type": "http.response.body", "body": payload, "more_body": False})
 
 
+def _betas(scope: dict[str, Any]) -> tuple[str, ...]:
+    """The ``anthropic-beta`` header's names (they loosen validation as at Anthropic)."""
+    header = (_header(scope, b"anthropic-beta") or b"").decode("latin-1")
+    return tuple(name.strip() for name in header.split(",") if name.strip())
+
+
 def _header(scope: dict[str, Any], name: bytes) -> bytes | None:
     for key, value in scope["headers"]:
         if key.lower() == name:
@@ -180,7 +186,7 @@ async def handle_messages(
         return
     try:
         request = orjson.loads(body)
-        chat = wire.to_chat_body(request)
+        chat = wire.to_chat_body(request, _betas(scope))
     except orjson.JSONDecodeError:
         await send_anthropic_error(send, 400, "The request body is not valid JSON.")
         return

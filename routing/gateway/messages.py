@@ -11,7 +11,9 @@ a whole reply into a Message, and every error into Anthropic's error shape.
 
 Authentication: ``x-api-key: <key>`` (Anthropic's SDK) or ``Authorization: Bearer``
 (Claude Code with ``ANTHROPIC_AUTH_TOKEN``); ``anthropic-version`` and
-``anthropic-beta`` headers are accepted and need nothing.
+``anthropic-beta`` headers are accepted; two loosen the validation as at Anthropic
+(``mid-conversation-system-*``: ``role: "system"`` inside ``messages``;
+``interleaved-thinking-*``: a thinking budget above ``max_tokens``).
 """
 
 from __future__ import annotations
@@ -129,13 +131,21 @@ def _protocol_error(exc: ProtocolError) -> GatewayError:
     return GatewayError(exc.status, exc.message, param=exc.param)
 
 
-def _raw_count(request: Any) -> int:
-    return memory.knowledge.tokens.estimate(wire.count_text(request))
+def betas(scope: dict[str, Any]) -> tuple[str, ...]:
+    """The names in the ``anthropic-beta`` header (comma-separated)."""
+    header = _header(scope, b"anthropic-beta") or ""
+    return tuple(name.strip() for name in header.split(",") if name.strip())
 
 
-async def _count_tokens(request: Any, body_bytes: int, out: MessagesResponder) -> None:
+def _raw_count(request: Any, names: tuple[str, ...]) -> int:
+    return memory.knowledge.tokens.estimate(wire.count_text(request, names))
+
+
+async def _count_tokens(
+    request: Any, names: tuple[str, ...], body_bytes: int, out: MessagesResponder
+) -> None:
     """``POST /v1/messages/count_tokens``: the gateway's estimate for the model."""
-    raw = await per_message_work(body_bytes, _raw_count, request)
+    raw = await per_message_work(body_bytes, _raw_count, request, names)
     slug = request["model"].partition(":")[0]
     if await catalog_cache.get(slug) is None:
         raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
@@ -143,8 +153,8 @@ async def _count_tokens(request: Any, body_bytes: int, out: MessagesResponder) -
     await out.json(200, orjson.dumps({"input_tokens": tokens}))
 
 
-def _chat_request(request: Any) -> ChatRequest:
-    return chat_request_from(wire.to_chat_body(request))
+def _chat_request(request: Any, names: tuple[str, ...]) -> ChatRequest:
+    return chat_request_from(wire.to_chat_body(request, names))
 
 
 class MessagesApp(GatewayApp):
@@ -165,11 +175,12 @@ class MessagesApp(GatewayApp):
         assert isinstance(out, MessagesResponder)
         depth = live_config().max_json_depth
         request = await per_message_work(len(body), loads, body, depth)
+        names = betas(scope)
         try:
             if scope["path"].rstrip("/").endswith("/count_tokens"):
-                await _count_tokens(request, len(body), out)
+                await _count_tokens(request, names, len(body), out)
                 return None
-            chat = await per_message_work(len(body), _chat_request, request)
+            chat = await per_message_work(len(body), _chat_request, request, names)
         except ProtocolError as exc:
             raise _protocol_error(exc) from None
         accepted = await accept_chat(principal, chat, len(body))

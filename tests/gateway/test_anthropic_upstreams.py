@@ -171,7 +171,7 @@ def _chat(client, messages, stream: bool, **kwargs) -> dict:
 def test_anthropic_sdk_through_an_anthropic_upstream(claude, native, stream):
     kwargs = {
         "model": TEST_MODEL,
-        "max_tokens": 200,
+        "max_tokens": 2000,  # above the thinking budget, as Anthropic requires
         "messages": ASK,
         "tools": [
             {
@@ -203,7 +203,7 @@ def test_anthropic_sdk_thinking_signature_survives_a_tool_turn(claude, native, s
     tools = [{"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}]
     kwargs = {
         "model": TEST_MODEL,
-        "max_tokens": 200,
+        "max_tokens": 2000,  # above the thinking budget, as Anthropic requires
         "tools": tools,
         "thinking": {"type": "enabled", "budget_tokens": 1024},
     }

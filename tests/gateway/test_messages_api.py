@@ -98,7 +98,7 @@ def test_multi_turn_tool_use(claude, emulator, stream):
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_thinking_blocks(claude, stream):
     thinking = {"type": "enabled", "budget_tokens": 1024}
-    message = _turn(claude, HI, stream, thinking=thinking, tools=[])
+    message = _turn(claude, HI, stream, thinking=thinking, tools=[], max_tokens=2000)
     assert [b.type for b in message.content] == ["thinking", "text"]
     assert message.content[0].thinking.startswith("Let me think")
 
@@ -109,7 +109,7 @@ def _turn(claude, messages, stream: bool, **extra):
         "max_tokens": 200,
         "messages": messages,
         "tools": [WEATHER],
-        **extra,
+        **extra,  # may replace max_tokens
     }
     if not stream:
         return claude.messages.create(**kwargs)
@@ -322,3 +322,48 @@ def test_a_body_that_is_not_an_object_is_a_400(gateway, tenant, path, raw):
     error = response.json()
     assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
     assert "must be a JSON object" in error["error"]["message"]
+
+
+_PNG_NOT_BASE64 = {"type": "base64", "media_type": "image/png", "data": "!!!"}
+_ANTHROPIC_REFUSES = [
+    ({"messages": [*HI, {"role": "system", "content": "Be terse."}]}, "messages[1].role"),
+    ({"tools": [WEATHER], "tool_choice": {"type": "tool"}}, "tool_choice.name"),
+    ({"thinking": {"type": "enabled", "budget_tokens": -1}}, "thinking.budget_tokens"),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "image", "source": _PNG_NOT_BASE64}]}]},
+        "messages[0].content[0].source.data",
+    ),
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(("fields", "words"), _ANTHROPIC_REFUSES)
+def test_bodies_anthropic_refuses_are_400_before_any_upstream_call(
+    gateway, tenant, emulator, stream, fields, words
+):
+    """Issue 45: each of these was answered 200 (forwarded); Anthropic refuses them."""
+    body = {"model": TEST_MODEL, "messages": HI, "max_tokens": 2000, "stream": stream, **fields}
+    response = httpx.post(
+        f"{gateway.api_url}/messages", headers={"x-api-key": tenant.key}, json=body
+    )
+    assert response.status_code == 400, response.text
+    error = response.json()
+    assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+    assert words in error["error"]["message"]
+    assert emulator.log() == []
+
+
+def test_a_mid_conversation_system_message_passes_with_its_beta(gateway, tenant, emulator):
+    """Claude Code sends ``role: "system"`` inside messages with its beta header."""
+    body = {
+        "model": TEST_MODEL,
+        "max_tokens": 50,
+        "messages": [*HI, {"role": "system", "content": "Be terse."}],
+    }
+    headers = {
+        "x-api-key": tenant.key,
+        "anthropic-beta": "claude-code-20250219, mid-conversation-system-2026-04-07",
+    }
+    response = httpx.post(f"{gateway.api_url}/messages", headers=headers, json=body)
+    assert response.status_code == 200, response.text
+    assert len(emulator.log()) == 1

@@ -6,6 +6,7 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 
 from providers.models import Endpoint, Model, Provider
@@ -196,3 +197,46 @@ def test_admin_edits_the_usage_dialect(admin_user):
     assert endpoint.usage_dialect == "none"
     listing = client.get("/admin/providers/endpoint/?usage_dialect=none")
     assert listing.status_code == 200 and b"bravo" in listing.content
+
+
+OPENROUTER_MODELS = "providers/fixtures/openrouter_models_sample.json"
+OPENROUTER_ENDPOINTS = "providers/fixtures/openrouter_endpoints_sample.json"
+
+
+def test_openrouter_models_and_endpoints_seed_the_catalog():
+    """OpenRouter's per-token strings become exact per-1M list prices; endpoints arrive
+    disabled with no base URL (the operator sets URL and credential in the admin)."""
+    call_command("import_catalog", OPENROUTER_MODELS, endpoints=[OPENROUTER_ENDPOINTS])
+    assert not Model.objects.filter(slug="openrouter/auto").exists()  # variable price
+    sonnet = Model.objects.get(slug="anthropic/claude-sonnet-4.5")
+    prices = (sonnet.list_price_input, sonnet.list_price_cache_read, sonnet.list_price_output)
+    assert prices == (Decimal("3"), Decimal("0.3"), Decimal("15"))
+    assert sonnet.context_length == 1_000_000
+    mini = Model.objects.get(slug="openai/gpt-4o-mini")
+    assert mini.list_price_cache_read == Decimal("0.075")
+    deepinfra = Endpoint.objects.get(provider__slug="deepinfra")
+    assert (deepinfra.base_url, deepinfra.enabled) == ("", False)
+    assert (deepinfra.price_input, deepinfra.price_output) == (Decimal("0.3"), Decimal("1"))
+    assert (deepinfra.context_length, deepinfra.max_output_tokens) == (131072, 16384)
+    deepseek = Endpoint.objects.get(provider__slug="deepseek")
+    assert deepseek.price_cache_read == Decimal("0.07") and deepseek.model.slug.startswith("deep")
+    assert Provider.objects.get(slug="deepinfra").name == "DeepInfra"
+
+
+def test_openrouter_reimport_keeps_what_the_operator_set():
+    call_command("import_catalog", OPENROUTER_MODELS, endpoints=[OPENROUTER_ENDPOINTS])
+    Endpoint.objects.filter(provider__slug="deepseek").update(
+        base_url="https://api.deepseek.com/v1", enabled=True, price_input=Decimal("9")
+    )
+    call_command(
+        "import_catalog", OPENROUTER_MODELS, "--openrouter", endpoints=[OPENROUTER_ENDPOINTS]
+    )
+    deepseek = Endpoint.objects.get(provider__slug="deepseek")
+    assert (deepseek.base_url, deepseek.enabled) == ("https://api.deepseek.com/v1", True)
+    assert deepseek.price_input == Decimal("0.27")  # prices follow the list
+    assert Model.objects.count() == 3 and Endpoint.objects.count() == 2
+
+
+def test_openrouter_endpoints_file_of_the_wrong_shape_is_refused():
+    with pytest.raises(CommandError, match="not an /endpoints answer"):
+        call_command("import_catalog", OPENROUTER_MODELS, endpoints=[OPENROUTER_MODELS])

@@ -31,6 +31,7 @@ def _request(**fields):
 def test_blocks_become_chat_messages():
     body = wire.to_chat_body(
         _request(
+            max_tokens=4096,  # above the thinking budget
             system=[{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
             messages=[
                 {
@@ -757,3 +758,58 @@ def test_an_openai_file_id_part_is_not_sent_to_an_anthropic_upstream():
         ],
     }
     assert wire.from_chat_body(body)["messages"][0]["content"] == [{"type": "text", "text": "read"}]
+
+
+_SYSTEM_MESSAGE = [{"role": "user", "content": "hi"}, {"role": "system", "content": "Be terse."}]
+_TOOLS = [{"name": "f", "input_schema": {"type": "object"}}]
+
+
+def _image(data: str) -> list[dict]:
+    source = {"type": "base64", "media_type": "image/png", "data": data}
+    return [{"role": "user", "content": [{"type": "image", "source": source}]}]
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"messages": _SYSTEM_MESSAGE}, "messages[1].role"),
+        ({"tools": _TOOLS, "tool_choice": {"type": "tool"}}, "tool_choice.name"),
+        ({"tool_choice": {"type": "tool", "name": ""}}, "tool_choice.name"),
+        ({"tool_choice": {"type": "function"}}, "tool_choice"),
+        ({"thinking": {"type": "enabled", "budget_tokens": -1}}, "thinking.budget_tokens"),
+        ({"thinking": {"type": "enabled", "budget_tokens": 1023}}, "thinking.budget_tokens"),
+        ({"thinking": {"type": "enabled", "budget_tokens": "2000"}}, "thinking.budget_tokens"),
+        ({"thinking": {"type": "enabled", "budget_tokens": 4096}}, "thinking.budget_tokens"),
+        ({"thinking": {"type": "enabled"}}, "thinking.budget_tokens"),
+        ({"messages": _image("!!!")}, "messages[0].content[0].source.data"),
+        ({"messages": _image("AAA")}, "messages[0].content[0].source.data"),  # bad padding
+    ],
+)
+def test_bodies_anthropic_refuses_are_refused(fields, param):
+    """Issue 45: each was forwarded; Anthropic answers each with a 400."""
+    with pytest.raises(ProtocolError) as caught:
+        wire.to_chat_body(_request(max_tokens=4096, **fields))
+    assert (caught.value.status, caught.value.param) == (400, param)
+    assert param.split("[")[0].split(".")[0] in caught.value.message
+
+
+def test_betas_loosen_what_anthropic_loosens():
+    """A mid-conversation system message (Claude Code's beta) and, with interleaved
+    thinking, a budget above max_tokens are Anthropic's own exceptions."""
+    betas = ("claude-code-20250219", "mid-conversation-system-2026-04-07")
+    body = wire.to_chat_body(_request(messages=_SYSTEM_MESSAGE), betas)
+    assert body["messages"][1] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "Be terse."}],
+    }
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    body = wire.to_chat_body(_request(thinking=thinking), ("interleaved-thinking-2025-05-14",))
+    assert body["reasoning"] == {"max_tokens": 2048}
+
+
+def test_valid_base64_and_count_tokens_without_max_tokens_pass():
+    body = wire.to_chat_body(_request(messages=_image("aGk=")))
+    assert body["messages"][0]["content"][0]["image_url"]["url"].endswith("aGk=")
+    request = _request(thinking={"type": "enabled", "budget_tokens": 2048})
+    del request["max_tokens"]
+    assert wire.count_text(request)[0]["content"] == [{"type": "text", "text": "hi"}]

@@ -9,6 +9,8 @@ upstreams do not know (``metadata`` apart from ``user_id``, ``context_management
 
 from __future__ import annotations
 
+import binascii
+from collections.abc import Collection
 from typing import Any
 
 import orjson
@@ -31,9 +33,17 @@ BLOCK_TYPES = (
     "container_upload",
 )
 SERVER_TOOL_SUFFIXES = ("_tool_use", "_tool_result")
-# "system" inside messages: Claude Code's mid-conversation-system beta.
-ROLES = ("user", "assistant", "system")
+ROLES = ("user", "assistant")
+# "system" inside messages: only with Claude Code's mid-conversation-system beta (Anthropic
+# refuses it otherwise); a thinking budget may pass max_tokens only with interleaved thinking.
+SYSTEM_BETA = "mid-conversation-system-"
+INTERLEAVED_BETA = "interleaved-thinking-"
+MIN_THINKING_BUDGET = 1024  # Anthropic's floor
 MAX_STOP_SEQUENCES = 4  # OpenAI's limit; more are cut
+
+
+def _has_beta(betas: Collection[str], prefix: str) -> bool:
+    return any(beta.strip().startswith(prefix) for beta in betas)
 
 
 def _bad(message: str, param: str | None = None) -> ProtocolError:
@@ -109,16 +119,30 @@ _SOURCE_FIELDS: dict[str, tuple[str, ...]] = {
 _TYPE_NAMES = {str: "a string", dict: "an object"}
 
 
+def _is_base64(data: str) -> bool:
+    try:
+        binascii.a2b_base64(data, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _check_source(source: dict[str, Any], param: str) -> None:
+    for name in _SOURCE_FIELDS.get(source.get("type"), ()):
+        if source.get(name) is not None and not isinstance(source[name], str):
+            raise _bad(f"{param}.source.{name} must be a string.", f"{param}.source.{name}")
+    data = source.get("data")
+    if source.get("type") == "base64" and isinstance(data, str) and not _is_base64(data):
+        raise _bad(f"{param}.source.data: invalid base64 data.", f"{param}.source.data")
+
+
 def _check_block(block: dict[str, Any], param: str) -> None:
     for name, kind, required in _BLOCK_FIELDS.get(block["type"], ()):
         value = block.get(name)
         if (value is not None or required) and not isinstance(value, kind):
             raise _bad(f"{param}.{name} must be {_TYPE_NAMES[kind]}.", f"{param}.{name}")
-    source = block.get("source")
-    if isinstance(source, dict):
-        for name in _SOURCE_FIELDS.get(source.get("type"), ()):
-            if source.get(name) is not None and not isinstance(source[name], str):
-                raise _bad(f"{param}.source.{name} must be a string.", f"{param}.source.{name}")
+    if isinstance(block.get("source"), dict):
+        _check_source(block["source"], param)
 
 
 def _known_block(kind: Any) -> bool:
@@ -202,14 +226,15 @@ def _assistant_message(blocks: list[dict[str, Any]]) -> dict[str, Any]:
     return message
 
 
-def _messages(messages: Any) -> list[dict[str, Any]]:
+def _messages(messages: Any, betas: Collection[str]) -> list[dict[str, Any]]:
     if not isinstance(messages, list) or not messages:
         raise _bad("messages: must be a non-empty array.", "messages")
+    roles = (*ROLES, "system") if _has_beta(betas, SYSTEM_BETA) else ROLES
     out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         param = f"messages[{index}]"
-        if not isinstance(message, dict) or message.get("role") not in ROLES:
-            raise _bad(f"{param}.role must be one of {', '.join(ROLES)}.", f"{param}.role")
+        if not isinstance(message, dict) or message.get("role") not in roles:
+            raise _bad(f"{param}.role must be one of {', '.join(roles)}.", f"{param}.role")
         blocks = _blocks(message.get("content"), f"{param}.content")
         if message["role"] == "system":  # mid-conversation system (a Claude Code beta)
             out += _system(blocks, f"{param}.content")
@@ -259,6 +284,21 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
     return out
 
 
+TOOL_CHOICES = ("auto", "any", "tool", "none")
+
+
+def _check_tool_choice(choice: Any) -> None:
+    """Anthropic's schema: an object whose ``type`` is one of TOOL_CHOICES, ``tool``
+    with the tool's ``name``."""
+    if choice is None:
+        return
+    if not isinstance(choice, dict) or choice.get("type") not in TOOL_CHOICES:
+        raise _bad(f"tool_choice.type: must be one of {', '.join(TOOL_CHOICES)}.", "tool_choice")
+    if choice["type"] == "tool" and not (isinstance(choice.get("name"), str) and choice["name"]):
+        message = 'tool_choice.name: required when tool_choice.type is "tool".'
+        raise _bad(message, "tool_choice.name")
+
+
 def _tool_choice(choice: Any, body: dict[str, Any]) -> None:
     if not isinstance(choice, dict):
         return
@@ -273,6 +313,21 @@ def _tool_choice(choice: Any, body: dict[str, Any]) -> None:
         body["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
     if choice.get("disable_parallel_tool_use") is True:
         body["parallel_tool_calls"] = False
+
+
+def _check_thinking(thinking: Any, max_tokens: int | None, betas: Collection[str]) -> None:
+    """An enabled thinking budget: an integer >= 1024 and below ``max_tokens`` (unless
+    interleaved thinking; ``max_tokens`` None: count_tokens, which has none)."""
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return
+    budget = thinking.get("budget_tokens")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_THINKING_BUDGET:
+        message = f"thinking.budget_tokens: must be an integer >= {MIN_THINKING_BUDGET}."
+        raise _bad(message, "thinking.budget_tokens")
+    capped = max_tokens is not None and not _has_beta(betas, INTERLEAVED_BETA)
+    if capped and budget >= max_tokens:
+        message = "thinking.budget_tokens: must be less than max_tokens."
+        raise _bad(message, "thinking.budget_tokens")
 
 
 def _thinking(thinking: Any) -> dict[str, Any] | None:
@@ -304,15 +359,23 @@ def _check_top(request: dict[str, Any]) -> None:
         raise _bad("metadata: must be an object.", "metadata")
 
 
-def to_chat_body(request: Any) -> dict[str, Any]:
-    """The OpenAI chat body for a Messages request; ProtocolError(400) if malformed."""
+def to_chat_body(request: Any, betas: Collection[str] = ()) -> dict[str, Any]:
+    """The OpenAI chat body for a Messages request; ProtocolError(400) if malformed.
+    ``betas``: the ``anthropic-beta`` header's names (some loosen Anthropic's rules)."""
+    return _chat_body(request, betas, counting=False)
+
+
+def _chat_body(request: Any, betas: Collection[str], *, counting: bool) -> dict[str, Any]:
     if not isinstance(request, dict):
         raise _bad("The request body must be a JSON object.")
     _check_top(request)
+    _check_tool_choice(request.get("tool_choice"))
+    _check_thinking(request.get("thinking"), None if counting else request["max_tokens"], betas)
     stream = request.get("stream") is True
+    messages = _messages(request.get("messages"), betas)
     body: dict[str, Any] = {
         "model": request["model"],
-        "messages": _system(request.get("system")) + _messages(request.get("messages")),
+        "messages": _system(request.get("system")) + messages,
         "max_tokens": request["max_tokens"],
         "stream": stream,
     }
@@ -337,12 +400,12 @@ def to_chat_body(request: Any) -> dict[str, Any]:
     return body
 
 
-def count_text(request: dict[str, Any]) -> list[dict[str, Any]]:
+def count_text(request: dict[str, Any], betas: Collection[str] = ()) -> list[dict[str, Any]]:
     """The chat messages a token count is made on (system, messages, tool definitions);
     ProtocolError(400) if malformed (count_tokens takes no ``max_tokens``)."""
     if not isinstance(request, dict):
         raise _bad("The request body must be a JSON object.")
-    body = to_chat_body({**request, "max_tokens": 1})
+    body = _chat_body({**request, "max_tokens": 1}, betas, counting=True)
     tools = body.get("tools")
     extra = [{"role": "system", "content": orjson.dumps(tools).decode()}] if tools else []
     return body["messages"] + extra
