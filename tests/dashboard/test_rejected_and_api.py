@@ -96,6 +96,36 @@ def test_rejected_filter_on_activity_page_and_csv():
     assert 'id="rejected"' not in client.get("/").content.decode()
 
 
+def test_rejected_detail_page_shows_the_request_to_its_organisation_only():
+    a, b = make_tenant("RejA"), make_tenant("RejB")
+    rejected = _reject(
+        a,
+        status=404,
+        code="model_not_found",
+        message="No model deepseek/deepseek-v4",
+        model_slug="deepseek/deepseek-v4",
+        param="model",
+    )
+    client = login(a.user)
+    url = f"/activity/rejected/{rejected.id}/"
+    assert f'href="{url}"' in client.get("/", {"status": "rejected"}).content.decode()
+    page = client.get(url)
+    html = page.content.decode()
+    assert page.status_code == 200
+    for text in (
+        'id="rejected-time">2025-01-10 12:00:00<',
+        'id="rejected-key">RejA key<',
+        'id="rejected-model" class="wrap">deepseek/deepseek-v4<',
+        'id="rejected-status">404<',
+        'id="rejected-code">model_not_found<',
+        "No model deepseek/deepseek-v4",
+        'id="rejected-param">model<',
+    ):
+        assert text in html, text
+    assert login(b.user).get(url).status_code == 404
+    assert client.get("/activity/rejected/999999/").status_code == 404
+
+
 def _api(tenant, **params):
     return Client().get("/api/v1/activity", params, HTTP_AUTHORIZATION=f"Bearer {tenant.key}")
 
