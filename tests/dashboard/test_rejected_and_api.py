@@ -192,3 +192,35 @@ def test_api_needs_a_key():
     response = Client().get("/api/v1/activity")
     assert response.status_code == 401
     assert response.json()["error"]["type"] == "authentication_error"
+
+
+@api_db
+def test_api_lists_rejected_requests_scoped_and_paginated():
+    a, b = make_tenant("Api"), make_tenant("Other")
+    _calls(a, 2)
+    for i in range(5):
+        _reject(a, created_at=JAN + timedelta(minutes=i // 2), param="model" if i == 4 else "")
+    _reject(b, message="B's secret error")
+    assert all(row["kind"] == "call" for row in _api(a).json()["data"])
+    seen, cursor = [], None
+    while True:
+        body = _api(a, status="rejected", limit=2, **({"cursor": cursor} if cursor else {})).json()
+        seen += body["data"]
+        if not body["has_more"]:
+            break
+        cursor = body["next_cursor"]
+    assert body["totals"]["rejected"] == 5 and body["totals"]["calls"] == 0
+    assert len({row["id"] for row in seen}) == 5
+    assert {row["kind"] for row in seen} == {"rejected"}
+    assert "B's secret error" not in str(seen)
+    newest = seen[0]
+    assert newest["id"].startswith("rej-") and newest["param"] == "model"
+    assert (newest["http_status"], newest["code"], newest["total_cost"]) == (
+        400,
+        "invalid_request_error",
+        "0",
+    )
+    assert [row["created_at"] for row in seen] == sorted(
+        (row["created_at"] for row in seen), reverse=True
+    )
+    assert seen[-1]["param"] is None
