@@ -24,6 +24,7 @@ from .drf import ApiKeyAuthentication
 from .forms import ActivityFilterForm
 from .money import decimal_str
 
+REJECTED_ID_PREFIX = "rej-"
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
 
@@ -37,6 +38,7 @@ class MoneyField(serializers.Field):
 
 
 class ActivityRowSerializer(serializers.Serializer):
+    kind = serializers.SerializerMethodField()
     id = serializers.CharField(source="request_id")
     created_at = serializers.DateTimeField()
     model = serializers.CharField(source="model_slug")
@@ -52,6 +54,43 @@ class ActivityRowSerializer(serializers.Serializer):
     ttft_ms = serializers.IntegerField(allow_null=True)
     latency_ms = serializers.IntegerField(source="total_ms", allow_null=True)
     hedged = serializers.BooleanField()
+
+    @extend_schema_field({"type": "string", "enum": ["call"]})
+    def get_kind(self, row) -> str:
+        return "call"
+
+
+class RejectedRowSerializer(serializers.Serializer):
+    """A request the gateway refused with a 4xx (``status=rejected``): no tokens, $0."""
+
+    kind = serializers.SerializerMethodField()
+    id = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    model = serializers.CharField(source="model_slug")
+    status = serializers.SerializerMethodField()
+    http_status = serializers.IntegerField()
+    code = serializers.CharField()
+    message = serializers.CharField()
+    param = serializers.CharField(allow_null=True)
+    total_cost = serializers.SerializerMethodField()
+
+    @extend_schema_field({"type": "string", "enum": ["rejected"]})
+    def get_kind(self, row) -> str:
+        return "rejected"
+
+    def get_id(self, row) -> str:
+        return f"{REJECTED_ID_PREFIX}{row.id}"
+
+    def get_status(self, row) -> str:
+        return "rejected"
+
+    def get_total_cost(self, row) -> str:
+        return "0"
+
+    def to_representation(self, instance) -> dict:
+        data = super().to_representation(instance)
+        data["param"] = data["param"] or None  # "" is stored for none
+        return data
 
 
 def encode_cursor(created_at: datetime, pk: int) -> str:
@@ -85,7 +124,8 @@ class ActivityListApi(APIView):
     """GET /api/v1/activity: the organisation's calls, newest first, ``limit`` (1-500,
     default 100) per page with ``cursor`` pagination, and the totals of every call the
     filters select (the dashboard's filters: date_from, date_to, model, provider,
-    api_key, status, request_id)."""
+    api_key, status, request_id); ``status=rejected`` lists refused requests instead
+    (rows with ``kind: "rejected"``, same pagination)."""
 
     authentication_classes = [ApiKeyAuthentication]
 
@@ -95,35 +135,63 @@ class ActivityListApi(APIView):
         form = ActivityFilterForm(params, organisation_id=organisation_id)
         if not form.is_valid():
             raise ValidationError(form.errors.get_json_data())
-        if form.rejected:
-            raise ValidationError(
-                {"status": ["Rejected requests are listed on the dashboard, not by this API."]}
-            )
         limit = _limit(params.get("limit"))
         after = decode_cursor(params["cursor"]) if params.get("cursor") else None
-        queryset = selectors.activity_list(organisation_id=organisation_id, filters=form.filters())
-        totals = selectors.usage_totals(organisation_id=organisation_id, filters=form.filters())
-        rows, has_more = [], False  # no scan for a filter combination without rows
-        if totals["calls"]:
-            rows, has_more = selectors.activity_page_after(queryset, after=after, limit=limit)
-        savings = totals["savings"]
-        last = rows[-1] if rows else None
-        return Response(
-            {
-                "data": ActivityRowSerializer(rows, many=True).data,
-                "has_more": has_more,
-                "next_cursor": encode_cursor(last.created_at, last.id) if has_more else None,
-                "totals": {
-                    "calls": totals["calls"],
-                    "total_cost": decimal_str(totals["cost"]),
-                    "saved_vs_list": _money_or_none(savings.vs_list),
-                    "saved_vs_cheapest_input_route": _money_or_none(savings.vs_cheapest),
-                    "tokens_prompt": totals["prompt"],
-                    "tokens_cached": totals["cached"],
-                    "tokens_completion": totals["completion"],
-                },
-            }
-        )
+        if form.rejected:
+            return Response(_rejected_page(organisation_id, form, after=after, limit=limit))
+        return Response(_calls_page(organisation_id, form, after=after, limit=limit))
+
+
+def _page(serialized: list, rows: list, has_more: bool, totals: dict) -> dict:
+    """The listing's shape, calls or rejections: rows, the cursor and the totals."""
+    last = rows[-1] if rows else None
+    return {
+        "data": serialized,
+        "has_more": has_more,
+        "next_cursor": encode_cursor(last.created_at, last.id) if has_more else None,
+        "totals": totals,
+    }
+
+
+def _calls_page(
+    organisation_id: int, form: ActivityFilterForm, *, after: tuple | None, limit: int
+) -> dict:
+    queryset = selectors.activity_list(organisation_id=organisation_id, filters=form.filters())
+    totals = selectors.usage_totals(organisation_id=organisation_id, filters=form.filters())
+    rows, has_more = [], False  # no scan for a filter combination without rows
+    if totals["calls"]:
+        rows, has_more = selectors.activity_page_after(queryset, after=after, limit=limit)
+    savings = totals["savings"]
+    summary = {
+        "calls": totals["calls"],
+        "total_cost": decimal_str(totals["cost"]),
+        "saved_vs_list": _money_or_none(savings.vs_list),
+        "saved_vs_cheapest_input_route": _money_or_none(savings.vs_cheapest),
+        "tokens_prompt": totals["prompt"],
+        "tokens_cached": totals["cached"],
+        "tokens_completion": totals["completion"],
+    }
+    return _page(ActivityRowSerializer(rows, many=True).data, rows, has_more, summary)
+
+
+def _rejected_page(
+    organisation_id: int, form: ActivityFilterForm, *, after: tuple | None, limit: int
+) -> dict:
+    """``status=rejected``: the refused requests the filters select (date, model, key);
+    not calls, so the totals count them under ``rejected`` with no calls and $0."""
+    queryset = selectors.rejected_list(organisation_id=organisation_id, filters=form.filters())
+    rows, has_more = selectors.activity_page_after(queryset, after=after, limit=limit)
+    summary = {
+        "calls": 0,
+        "rejected": queryset.count(),
+        "total_cost": "0",
+        "saved_vs_list": None,
+        "saved_vs_cheapest_input_route": None,
+        "tokens_prompt": 0,
+        "tokens_cached": 0,
+        "tokens_completion": 0,
+    }
+    return _page(RejectedRowSerializer(rows, many=True).data, rows, has_more, summary)
 
 
 def _money_or_none(value) -> str | None:

@@ -278,6 +278,8 @@ class RejectedRequest(TenantData):
     code = models.CharField(max_length=64, blank=True)
     message = models.TextField(blank=True)
     model_slug = models.CharField(max_length=128, blank=True)
+    # The request field the error is about (the OpenAI error's "param"), if any.
+    param = models.CharField(max_length=128, blank=True)
     created_at = models.DateTimeField(db_index=True)
 
     class Meta:

@@ -376,6 +376,7 @@ def record_rejected_request(
     code: str,
     message: str,
     model_slug: str = "",
+    param: str = "",
     created_at,
 ) -> RejectedRequest:
     """Keep one request the chat endpoint refused with a 4xx (for an identified key), so
@@ -390,6 +391,7 @@ def record_rejected_request(
         code=(code or "")[:64],
         message=(message or "")[:REJECTED_MESSAGE_MAX],
         model_slug=(model_slug or "")[:128],
+        param=(param or "")[:128],
         created_at=created_at,
     )
     if organisation_id:

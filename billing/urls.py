@@ -7,6 +7,11 @@ app_name = "dashboard"
 urlpatterns = [
     path("", views.home_view, name="activity"),  # the operator overview for the operator
     path("activity.csv", views.activity_csv_view, name="activity-csv"),
+    path(
+        "activity/rejected/<int:rejected_id>/",
+        views.rejected_detail_view,
+        name="rejected-detail",
+    ),
     path("activity/<str:request_id>/", views.activity_detail_view, name="activity-detail"),
     path("usage/", views.usage_view, name="usage"),
     path("usage.csv", views.usage_csv_view, name="usage-csv"),

@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiViewExtension
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers
 
 JSON = "application/json"
@@ -69,19 +74,31 @@ class ActivityApiSchema(OpenApiViewExtension):
     target_class = "billing.apis.ActivityListApi"
 
     def view_replacement(self):
-        from billing.apis import ActivityRowSerializer
+        from billing.apis import ActivityRowSerializer, RejectedRowSerializer
 
         totals = inline_serializer(
             "ActivityTotals",
             {
                 "calls": serializers.IntegerField(),
+                "rejected": serializers.IntegerField(required=False),
                 "total_cost": serializers.CharField(),
                 "tokens_prompt": serializers.IntegerField(),
                 "tokens_cached": serializers.IntegerField(),
                 "tokens_completion": serializers.IntegerField(),
             },
         )
-        params = [OpenApiParameter(name, str) for name in ("model", "provider", "status")]
+        row = PolymorphicProxySerializer(
+            component_name="ActivityListRow",
+            serializers={"call": ActivityRowSerializer, "rejected": RejectedRowSerializer},
+            resource_type_field_name="kind",
+            many=True,
+        )
+        params = [OpenApiParameter(name, str) for name in ("model", "provider")]
+        params.append(
+            OpenApiParameter(
+                "status", str, description='A call status, or "rejected" for refused requests'
+            )
+        )
         params += [OpenApiParameter(name, str) for name in ("date_from", "date_to")]
 
         class Documented(self.target_class):
@@ -91,7 +108,12 @@ class ActivityApiSchema(OpenApiViewExtension):
                 responses={
                     200: inline_serializer(
                         "ActivityResponse",
-                        {"data": ActivityRowSerializer(many=True), "totals": totals},
+                        {
+                            "data": row,
+                            "has_more": serializers.BooleanField(),
+                            "next_cursor": serializers.CharField(allow_null=True),
+                            "totals": totals,
+                        },
                     ),
                     400: ERROR,
                     401: ERROR,

@@ -260,6 +260,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "PREPROCESSING_HOOKS": ["routing.openapi.only_public_api"],
+    # The discriminator of /api/v1/activity rows (billing/apis.py).
+    "ENUM_NAME_OVERRIDES": {"CallKindEnum": ["call"], "RejectedKindEnum": ["rejected"]},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "routing.openapi.add_lean_paths",

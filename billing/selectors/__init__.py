@@ -28,6 +28,7 @@ from .activity import (
     keyset_after,
     keyset_chunks,
     rejected_csv_rows,
+    rejected_get,
     rejected_list,
 )
 from .balance import api_key_usage, organisation_usage
@@ -123,6 +124,7 @@ __all__ = [
     "percentile",
     "percentile_of_counts",
     "rejected_csv_rows",
+    "rejected_get",
     "rejected_list",
     "speed_premium",
     "spend_alerts_recent",

@@ -80,6 +80,19 @@ def rejected_list(*, organisation_id: int, filters: ActivityFilters | None = Non
     return matching(in_days(queryset, filters), filters, names=("model", "api_key_id"))
 
 
+def rejected_get(*, organisation_id: int, rejected_id: int) -> RejectedRequest:
+    """One refused request of this organisation; 404 for another's (or none)."""
+    rejected = (
+        RejectedRequest.objects.for_organisation(organisation_id)
+        .select_related("api_key")
+        .filter(id=rejected_id)
+        .first()
+    )
+    if rejected is None:
+        raise Http404("No such rejected request.")
+    return rejected
+
+
 def activity_filter_choices(*, organisation_id: int) -> dict[str, list[str]]:
     """The models and providers this organisation's calls used (for the filter menus)."""
     rows = Activity.objects.for_organisation(organisation_id).order_by()

@@ -2,7 +2,12 @@
 input with a form, read through selectors, write through services. Every page is
 scoped to the logged-in member's organisation."""
 
-from .activity import activity_csv_view, activity_detail_view, activity_list_view
+from .activity import (
+    activity_csv_view,
+    activity_detail_view,
+    activity_list_view,
+    rejected_detail_view,
+)
 from .common import organisation_required, owner_required
 from .keys import (
     api_key_limit_view,
@@ -39,6 +44,7 @@ __all__ = [
     "organisation_limits_view",
     "organisation_required",
     "owner_required",
+    "rejected_detail_view",
     "statement_csv_view",
     "statement_view",
     "usage_csv_view",

@@ -87,6 +87,16 @@ def activity_detail_view(request: HttpRequest, request_id: str) -> HttpResponse:
     return render(request, "dashboard/activity_detail.html", context)
 
 
+@organisation_required
+def rejected_detail_view(request: HttpRequest, rejected_id: int) -> HttpResponse:
+    """One refused request: when, key, model asked, status, error code, message, param."""
+    rejected = selectors.rejected_get(
+        organisation_id=request.organisation.id, rejected_id=rejected_id
+    )
+    context = {"rejected": rejected, "nav": "activity"}
+    return render(request, "dashboard/rejected_detail.html", context)
+
+
 class _Echo:
     """A file-like object whose write returns the line, for csv.writer."""
 

@@ -129,6 +129,7 @@ def _record_rejection(principal: KeyPrincipal, error: GatewayError, body: bytes)
         code=str(error.code or ""),
         message=error.message,
         model_slug=model if isinstance(model, str) else "",
+        param=str(error.param or ""),
         created_at=timezone.now(),
     )
 

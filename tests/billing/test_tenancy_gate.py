@@ -292,6 +292,10 @@ SCOPED_GETS = {
         organisation_id=o, request_id="gen-bolt-new"
     ),
     "generation_get": lambda o, b: generation_record(organisation_id=o, request_id="gen-bolt-new"),
+    "rejected_get": lambda o, b: selectors.rejected_get(
+        organisation_id=o,
+        rejected_id=RejectedRequest.unscoped_objects.get(organisation=b.organisation).id,
+    ),
     "api_key_get": lambda o, b: selectors.api_key_get(organisation_id=o, key_id=b.api_key.id),
     "membership_get": lambda o, b: selectors.membership_get(
         organisation_id=o, membership_id=Membership.unscoped_objects.get(user=b.user).id

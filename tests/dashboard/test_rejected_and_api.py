@@ -96,6 +96,36 @@ def test_rejected_filter_on_activity_page_and_csv():
     assert 'id="rejected"' not in client.get("/").content.decode()
 
 
+def test_rejected_detail_page_shows_the_request_to_its_organisation_only():
+    a, b = make_tenant("RejA"), make_tenant("RejB")
+    rejected = _reject(
+        a,
+        status=404,
+        code="model_not_found",
+        message="No model deepseek/deepseek-v4",
+        model_slug="deepseek/deepseek-v4",
+        param="model",
+    )
+    client = login(a.user)
+    url = f"/activity/rejected/{rejected.id}/"
+    assert f'href="{url}"' in client.get("/", {"status": "rejected"}).content.decode()
+    page = client.get(url)
+    html = page.content.decode()
+    assert page.status_code == 200
+    for text in (
+        'id="rejected-time">2025-01-10 12:00:00<',
+        'id="rejected-key">RejA key<',
+        'id="rejected-model" class="wrap">deepseek/deepseek-v4<',
+        'id="rejected-status">404<',
+        'id="rejected-code">model_not_found<',
+        "No model deepseek/deepseek-v4",
+        'id="rejected-param">model<',
+    ):
+        assert text in html, text
+    assert login(b.user).get(url).status_code == 404
+    assert client.get("/activity/rejected/999999/").status_code == 404
+
+
 def _api(tenant, **params):
     return Client().get("/api/v1/activity", params, HTTP_AUTHORIZATION=f"Bearer {tenant.key}")
 
@@ -162,3 +192,35 @@ def test_api_needs_a_key():
     response = Client().get("/api/v1/activity")
     assert response.status_code == 401
     assert response.json()["error"]["type"] == "authentication_error"
+
+
+@api_db
+def test_api_lists_rejected_requests_scoped_and_paginated():
+    a, b = make_tenant("Api"), make_tenant("Other")
+    _calls(a, 2)
+    for i in range(5):
+        _reject(a, created_at=JAN + timedelta(minutes=i // 2), param="model" if i == 4 else "")
+    _reject(b, message="B's secret error")
+    assert all(row["kind"] == "call" for row in _api(a).json()["data"])
+    seen, cursor = [], None
+    while True:
+        body = _api(a, status="rejected", limit=2, **({"cursor": cursor} if cursor else {})).json()
+        seen += body["data"]
+        if not body["has_more"]:
+            break
+        cursor = body["next_cursor"]
+    assert body["totals"]["rejected"] == 5 and body["totals"]["calls"] == 0
+    assert len({row["id"] for row in seen}) == 5
+    assert {row["kind"] for row in seen} == {"rejected"}
+    assert "B's secret error" not in str(seen)
+    newest = seen[0]
+    assert newest["id"].startswith("rej-") and newest["param"] == "model"
+    assert (newest["http_status"], newest["code"], newest["total_cost"]) == (
+        400,
+        "invalid_request_error",
+        "0",
+    )
+    assert [row["created_at"] for row in seen] == sorted(
+        (row["created_at"] for row in seen), reverse=True
+    )
+    assert seen[-1]["param"] is None
