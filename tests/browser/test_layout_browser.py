@@ -31,9 +31,10 @@ pytestmark = pytest.mark.django_db
 ORIGIN = "http://dashboard.test"
 DOCS_IMG = Path(settings.BASE_DIR) / "docs" / "img"
 LONG_MODEL = "meta-llama/llama-4-maverick-17b-128e-instruct-fp8"
+# As long as Activity.routing_reason holds (128 characters; PostgreSQL enforces it).
 LONG_REASON = (
-    "cheapest fast-enough: swiftinfer p50 0.41 s for <8k within 1.5x of the fastest, "
-    "input $0.10/1M vs $0.20/1M; novacloud skipped (unusable until 12:04, 429 streak 3)"
+    "cheapest fast-enough: swiftinfer p50 0.41 s for <8k within 1.5x of the fastest; "
+    "novacloud skipped (unusable until 12:04)"
 )
 # Every colour each provider has on the Usage charts (spend per provider, TTFT).
 PROVIDER_COLOURS_JS = """() => {
