@@ -166,8 +166,9 @@ def test_a_worker_killed_2s_into_40_streams_bills_every_delivered_token(
     _print_figures(seen, rows, emulator)
     for received in seen:
         _assert_billed(rows[received.request_id], received)
-    # The ended streams were checkpointed (estimated) first; their end replaced that.
-    assert any(rows[s.request_id].heartbeat_at for s in seen[:SHORT])
+    # Whether an ended stream was checkpointed before it ended depends on the machine's
+    # speed (30 tokens against a 1 s checkpoint period), so it is not asserted: either
+    # way its end wrote the provider's exact usage (``_assert_billed``).
     if settings.REDIS_URL:  # the killed calls' reservations were settled, not leaked
         [(spent, reserved)] = _reservations_left()
         assert reserved == 0 and spent == sum(r.cost_usd for r in rows.values()) <= MONTHLY_LIMIT

@@ -7,6 +7,8 @@ record with $0 that reads as final."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -24,6 +26,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SLOW_BATCHES_S = 3.0  # the writer's interval here: every read below is before the batch
 
 
+@pytest.fixture
+def held_ledger(monkeypatch):
+    """The ledger writer's batches wait until the test sets the event it yields: the
+    database stays as it was when the reply ended, however slow the machine is."""
+    release = threading.Event()
+    flush = ledger_writer._flush
+
+    async def held_flush(batch):
+        await asyncio.to_thread(release.wait)
+        await flush(batch)
+
+    monkeypatch.setattr(ledger_writer, "_flush", held_flush)
+    yield release
+    release.set()
+
+
 def _generation(gateway, tenant, request_id: str) -> httpx.Response:
     return httpx.get(
         f"{gateway.api_url}/generation",
@@ -33,13 +51,13 @@ def _generation(gateway, tenant, request_id: str) -> httpx.Response:
 
 
 def test_a_record_read_right_after_a_non_streamed_reply_is_final(
-    gateway, tenant, client, emulator, monkeypatch
+    gateway, tenant, client, emulator, held_ledger
 ):
     # A reply slower than the deferral of a non-streamed call's opening (1 s): its row
-    # is written pending before the reply ends, as in the reported 3 of 20.
+    # is queued pending before the reply ends, as in the reported 3 of 20; the writer
+    # holds its batches until the reads below are done.
     for slug in ("alpha", "bravo", "charlie"):
         emulator.control(slug, ttft_base_s=1.2)
-    monkeypatch.setattr(ledger_writer, "min_interval_s", SLOW_BATCHES_S)
     reply = client.chat.completions.with_raw_response.create(
         model=TEST_MODEL, messages=[{"role": "user", "content": "hi"}]
     )
