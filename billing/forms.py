@@ -11,6 +11,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils import timezone
 
+from providers.models import ModelAlias
 from providers.validators import check_upstream_host
 
 from .models import Activity, Membership
@@ -181,7 +182,17 @@ class ApiKeySettingsForm(forms.Form):
         if not slugs:
             return []
         catalog = catalog_model_slugs()
-        errors = [unknown_model_error(slug[:128], catalog) for slug in slugs if slug not in catalog]
+        unknown = [slug for slug in slugs if slug not in catalog]
+        aliases = dict(
+            ModelAlias.objects.filter(name__in=unknown).values_list("name", "model__slug")
+        )
+        errors = [
+            f"'{slug}' is an alias of {aliases[slug]}: allow {aliases[slug]} (a request "
+            "naming the alias is checked as the model it names)."
+            if slug in aliases
+            else unknown_model_error(slug[:128], catalog)
+            for slug in unknown
+        ]
         if errors:
             raise forms.ValidationError(errors)
         return slugs

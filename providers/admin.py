@@ -9,7 +9,7 @@ from .admin_tools import (
 )
 from .credentials import origin_of, seal
 from .endpoint_check import endpoint_check
-from .models import Endpoint, Model, Provider
+from .models import Endpoint, Model, ModelAlias, Provider
 
 MAX_TESTED = 10  # test calls run in the admin's request, one after the other
 KEEP_HELP = "Write-only: never shown again. Leave blank to keep the stored credential."
@@ -89,11 +89,33 @@ class EndpointInline(CompactEndpointInlineMixin, admin.TabularInline):
     )
 
 
+class ModelAliasInline(admin.TabularInline):
+    """Other names clients send for the model (Claude Code's claude-sonnet-4-5, ...)."""
+
+    model = ModelAlias
+    extra = 0
+    fields = ("name",)
+
+
 @admin.register(Model)
 class ModelAdmin(ModelPriceMixin, admin.ModelAdmin):
-    list_display = ("slug", "name", "list_price_input", "list_price_output", "context_length")
-    search_fields = ("slug", "name")
-    inlines = [EndpointInline]
+    list_display = (
+        "slug",
+        "name",
+        "alias_names",
+        "list_price_input",
+        "list_price_output",
+        "context_length",
+    )
+    search_fields = ("slug", "name", "aliases__name")
+    inlines = [ModelAliasInline, EndpointInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("aliases")
+
+    @admin.display(description="Aliases")
+    def alias_names(self, model: Model) -> str:
+        return ", ".join(alias.name for alias in model.aliases.all())
 
 
 @admin.register(Provider)

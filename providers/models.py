@@ -6,7 +6,7 @@ Prices are USD per 1M tokens, kept as Decimal so billing is exact.
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
 from .credentials import validate_credential_env
@@ -51,6 +51,43 @@ class Model(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def clean(self) -> None:
+        super().clean()
+        if self.slug and ModelAlias.objects.filter(name=self.slug).exists():
+            raise ValidationError({"slug": f"'{self.slug}' is already a model alias."})
+
+
+ALIAS_HELP = (
+    "Another name clients may send for this model, e.g. Anthropic's claude-sonnet-4-5 "
+    "(what Claude Code sends): the request is routed, billed and listed as this model. "
+    "Not another model's id or another alias; no ':' or spaces."
+)
+validate_alias_name = RegexValidator(
+    r"^[^\s:]+$", "An alias has no spaces and no ':' (':' starts a suffix such as :nitro)."
+)
+
+
+class ModelAlias(models.Model):
+    """A name that resolves to a catalog model on every protocol (issue 45), so clients
+    with built-in model ids (Claude Code's ``claude-sonnet-4-5``) reach the catalog."""
+
+    name = models.CharField(
+        max_length=128, unique=True, validators=[validate_alias_name], help_text=ALIAS_HELP
+    )
+    model = models.ForeignKey(Model, on_delete=models.CASCADE, related_name="aliases")
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "model aliases"
+
+    def __str__(self) -> str:
+        return f"{self.name} -> {self.model.slug}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self.name and Model.objects.filter(slug=self.name).exists():
+            raise ValidationError({"name": f"'{self.name}' is a model's id: not an alias."})
 
 
 # What an OpenAI-compatible endpoint almost always takes: a new endpoint (admin, import

@@ -5,10 +5,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from .credentials import rotate, seal
-from .models import Endpoint, Model, Provider
+from .models import Endpoint, Model, ModelAlias, Provider
 
 MODEL_FIELDS = (
     "name",
@@ -58,7 +59,7 @@ def catalog_import(*, data: dict[str, Any], base_url_override: str | None = None
 
     ``base_url_override`` replaces ``{emulator}`` in endpoint URLs (the demo uses it).
     """
-    counts = {"providers": 0, "models": 0, "endpoints": 0}
+    counts = {"providers": 0, "models": 0, "aliases": 0, "endpoints": 0}
     providers = {}
     for item in data.get("providers", []):
         provider, _ = Provider.objects.get_or_create(slug=item["slug"])
@@ -73,6 +74,8 @@ def catalog_import(*, data: dict[str, Any], base_url_override: str | None = None
         model.name = model.name or item["slug"]
         _save(model)
         counts["models"] += 1
+        if "aliases" in item:
+            counts["aliases"] += _set_aliases(model, item["aliases"])
         for ep in item.get("endpoints", []):
             provider = providers.get(ep["provider"]) or Provider.objects.get(slug=ep["provider"])
             endpoint = Endpoint.objects.filter(provider=provider, model=model).first()
@@ -86,6 +89,19 @@ def catalog_import(*, data: dict[str, Any], base_url_override: str | None = None
     return counts
 
 
+def _set_aliases(model: Model, names: Any) -> int:
+    """Make ``names`` the model's aliases: an alias another model had moves here, the
+    model's other aliases go. Each is validated (ValidationError: the import is undone)."""
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValidationError({"aliases": f"{model.slug}: 'aliases' must be a list of names."})
+    model.aliases.exclude(name__in=names).delete()
+    for name in dict.fromkeys(names):
+        alias = ModelAlias.objects.filter(name=name).first() or ModelAlias(name=name)
+        alias.model = model
+        _save(alias)
+    return len(set(names))
+
+
 def _plain(value):
     return str(value) if isinstance(value, Decimal) else value
 
@@ -97,8 +113,9 @@ def catalog_export() -> dict[str, Any]:
         {"slug": p.slug, "name": p.name, "enabled": p.enabled} for p in Provider.objects.all()
     ]
     models = []
-    for model in Model.objects.prefetch_related("endpoints__provider"):
+    for model in Model.objects.prefetch_related("endpoints__provider", "aliases"):
         item = {"slug": model.slug, **{f: _plain(getattr(model, f)) for f in MODEL_FIELDS}}
+        item["aliases"] = [alias.name for alias in model.aliases.all()]
         item["endpoints"] = [
             {"provider": ep.provider.slug, **{f: _plain(getattr(ep, f)) for f in ENDPOINT_FIELDS}}
             for ep in model.endpoints.all()

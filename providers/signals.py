@@ -1,5 +1,5 @@
-"""Catalog edits are pushed to every gateway process: a saved or deleted provider, model
-or endpoint publishes ``catalog.changed`` after commit (common/events.py)."""
+"""Catalog edits are pushed to every gateway process: a saved or deleted provider, model,
+endpoint or model alias publishes ``catalog.changed`` after commit (common/events.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.db.models.signals import post_delete, post_save
 
 from common.events import CATALOG_CHANGED, publish_on_commit
 
-from .models import Endpoint, Model, Provider
+from .models import Endpoint, Model, ModelAlias, Provider
 
 
 def _on_catalog_row_changed(sender: type, instance: Any, **_kwargs: Any) -> None:
@@ -18,7 +18,7 @@ def _on_catalog_row_changed(sender: type, instance: Any, **_kwargs: Any) -> None
 
 def connect_catalog_changed() -> None:
     """Wire the row signals (from ProvidersConfig.ready)."""
-    for model in (Provider, Model, Endpoint):
+    for model in (Provider, Model, ModelAlias, Endpoint):
         for name, signal in (("save", post_save), ("delete", post_delete)):
             signal.connect(
                 _on_catalog_row_changed,

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from common.aio import db_call, run_in_background
 from providers.credentials import authorization_for
-from providers.models import Endpoint
+from providers.models import Endpoint, ModelAlias
 from providers.protocols import upstream_path, usage_dialect
 
 from .config import live_config
 from .core.types import EndpointInfo, ModelInfo
+from .request import ChatRequest
 
 PRICE_FIELDS = ("input", "cache_read", "cache_write", "output")
 
@@ -54,6 +55,9 @@ class CatalogModel:
     created: int = 0  # Unix seconds the model entered the catalog (OpenAI's ``created``)
     name: str = ""  # the display name (Anthropic's ``display_name``)
     description: str = ""
+    # Other names clients send for it (providers.models.ModelAlias): resolved to this
+    # model on every protocol, so the call is routed, billed and listed as ``info.slug``.
+    aliases: tuple[str, ...] = ()
 
 
 def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
@@ -88,7 +92,8 @@ def _endpoint_route(endpoint: Endpoint) -> EndpointRoute:
 
 
 def load_catalog() -> dict[str, CatalogModel]:
-    """Read every enabled endpoint of every model (sync; one query)."""
+    """Read every enabled endpoint of every model, and the models' aliases (sync; two
+    queries)."""
     endpoints = Endpoint.objects.filter(enabled=True, provider__enabled=True).select_related(
         "provider", "model"
     )
@@ -97,6 +102,11 @@ def load_catalog() -> dict[str, CatalogModel]:
     for endpoint in endpoints:
         grouped.setdefault(endpoint.model.slug, []).append(endpoint)
         models[endpoint.model.slug] = endpoint.model
+    aliases: dict[str, list[str]] = {}
+    for name, slug in ModelAlias.objects.filter(model__slug__in=list(grouped)).values_list(
+        "name", "model__slug"
+    ):
+        aliases.setdefault(slug, []).append(name)
     catalog = {}
     for slug, rows in grouped.items():
         model = models[slug]
@@ -114,8 +124,14 @@ def load_catalog() -> dict[str, CatalogModel]:
             created=int(model.created_at.timestamp()) if model.created_at else 0,
             name=model.name or slug,
             description=model.description,
+            aliases=tuple(sorted(aliases.get(slug, ()))),
         )
     return catalog
+
+
+def alias_map(catalog: dict[str, CatalogModel]) -> dict[str, str]:
+    """alias -> the catalog slug it names."""
+    return {alias: slug for slug, model in catalog.items() for alias in model.aliases}
 
 
 class CatalogCache:
@@ -136,6 +152,7 @@ class CatalogCache:
 
     def __init__(self) -> None:
         self._snapshot: dict[str, CatalogModel] = {}
+        self._aliases: dict[str, str] = {}  # the snapshot's alias -> slug
         self._expires = 0.0  # past this, the snapshot is stale (older than the TTL)
         self._refresh_at = 0.0  # past this, a request starts a reload in the background
         self._reload_task: asyncio.Task | None = None
@@ -149,18 +166,48 @@ class CatalogCache:
     def snapshot(self) -> dict[str, CatalogModel]:
         return self._snapshot
 
+    def find(self, name: str) -> CatalogModel | None:
+        """The snapshot's model with this slug or alias (sync; no reload)."""
+        model = self._snapshot.get(name)
+        if model is None and (slug := self._aliases.get(name)) is not None:
+            model = self._snapshot.get(slug)
+        return model
+
     async def get(self, slug: str) -> CatalogModel | None:
-        """The model's routes. Past half the TTL a reload starts in the background; a
-        request waits for it only if there is no snapshot yet, or the model is unknown to
-        a stale snapshot (``reload_if_stale``)."""
+        """The model's routes, by its slug or one of its aliases (the model found says
+        its own slug: ``info.slug``). Past half the TTL a reload starts in the
+        background; a request waits for it only if there is no snapshot yet, or the name
+        is unknown to a stale snapshot (``reload_if_stale``)."""
         if time.monotonic() >= self._refresh_at:
             task = self._start_reload()
             if not self._loaded:
                 await asyncio.shield(task)
-        model = self._snapshot.get(slug)
+        model = self.find(slug)
         if model is None and await self.reload_if_stale():
-            model = self._snapshot.get(slug)
+            model = self.find(slug)
         return model
+
+    async def resolve_aliases(self, chat: ChatRequest) -> ChatRequest:
+        """``chat`` with every model it names (``model`` and the ``models`` fallbacks)
+        that is an alias replaced by its catalog slug, suffix kept: the request is then
+        checked against the key's allowed models, routed, billed and answered as the
+        catalog model. Unknown names stay as sent (refused later, in the client's
+        shape)."""
+        names = (chat.body["model"], *chat.fallback_models)
+        resolved = []
+        for name in names:
+            slug, colon, suffix = str(name).partition(":")
+            model = await self.get(slug) if slug not in self._snapshot else None
+            resolved.append(name if model is None else f"{model.info.slug}{colon}{suffix}")
+        if resolved == list(names):
+            return chat
+        first, fallbacks = resolved[0], tuple(dict.fromkeys(resolved[1:]))
+        return replace(
+            chat,
+            body={**chat.body, "model": first},
+            model_slug=first.partition(":")[0],
+            fallback_models=tuple(m for m in fallbacks if m != first),
+        )
 
     async def reload_if_stale(self) -> bool:
         """For a request about to be refused (4xx) because of something the snapshot
@@ -192,7 +239,8 @@ class CatalogCache:
         ttl = live_config().catalog_cache_ttl_s
         started = time.monotonic()
         try:
-            self._snapshot = await db_call(load_catalog)()
+            snapshot = await db_call(load_catalog)()
+            self._snapshot, self._aliases = snapshot, alias_map(snapshot)
         except Exception:
             if not self._loaded:
                 raise

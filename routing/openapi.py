@@ -366,6 +366,11 @@ MODEL = {
         "display_name": {"type": "string"},
         "created_at": {"type": "string", "format": "date-time"},
         "canonical_slug": {"type": "string"},
+        "aliases": {
+            **_STRINGS,
+            "description": "UberLLM: other names a request may give for this model "
+            "(e.g. Claude Code's claude-sonnet-4-5), served and billed as this model",
+        },
         "name": {"type": "string"},
         "description": {"type": "string"},
         "context_length": {"type": "integer"},

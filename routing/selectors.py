@@ -122,6 +122,9 @@ def _model_entry(slug: str, model: CatalogModel) -> dict:
     return {
         "id": slug,
         "canonical_slug": slug,
+        # UberLLM: other names a request may give for this model (Claude Code's
+        # claude-sonnet-4-5, ...); served, billed and listed as ``id``.
+        "aliases": list(model.aliases),
         "name": model.name or slug,
         "object": "model",
         "created": model.created,  # required by OpenAI's Model (the SDK types it int)
@@ -175,8 +178,8 @@ def _rfc3339(unix_seconds: int) -> str:
 
 async def model_payload(slug: str) -> dict | None:
     """``GET /api/v1/models/{slug}`` (OpenAI's models.retrieve): one model, or None."""
-    model = await catalog_cache.get(slug)
-    return None if model is None else _model_entry(slug, model)
+    model = await catalog_cache.get(slug)  # an alias answers its catalog model
+    return None if model is None else _model_entry(model.info.slug, model)
 
 
 async def model_endpoints_payload(slug: str, *, measure: bool = False) -> dict | None:
@@ -186,6 +189,7 @@ async def model_endpoints_payload(slug: str, *, measure: bool = False) -> dict |
     model = await catalog_cache.get(slug)
     if model is None:
         return None
+    slug = model.info.slug  # asked by an alias: the catalog model's endpoints
     ids = [route.endpoint_id for route in model.endpoints]
     stats = await db_call(measured)(ids) if measure else dict.fromkeys(ids, NOT_MEASURED)
     marked = memory.knowledge.marks.unusable_ids(time.time())

@@ -389,7 +389,8 @@ async def accept(principal: KeyPrincipal, body: bytes) -> Accepted:
 async def accept_chat(principal: KeyPrincipal, chat: ChatRequest, body_bytes: int = 0) -> Accepted:
     """Plan an authenticated, validated request (of a ``body_bytes`` body), then reserve it
     against the key's limits (the last step: nothing after it may refuse); raises
-    GatewayError."""
+    GatewayError. A model alias is resolved first: the rest sees the catalog model."""
+    chat = await catalog_cache.resolve_aliases(chat)
     check_allowed_models(principal, chat)
     chosen = await _plan_model(chat, body_bytes, principal.api_key_id)
     chat, model, (plan, features, raw, hashes), fallbacks = chosen

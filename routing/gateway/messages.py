@@ -147,8 +147,9 @@ async def _count_tokens(
     """``POST /v1/messages/count_tokens``: the gateway's estimate for the model."""
     raw = await per_message_work(body_bytes, _raw_count, request, names)
     slug = request["model"].partition(":")[0]
-    if await catalog_cache.get(slug) is None:
+    if (model := await catalog_cache.get(slug)) is None:
         raise GatewayError(404, f"Unknown model '{slug}'.", code="model_not_found")
+    slug = model.info.slug  # an alias counts as its catalog model
     tokens = round(raw * memory.knowledge.tokens.ratio(slug, raw))
     await out.json(200, orjson.dumps({"input_tokens": tokens}))
 

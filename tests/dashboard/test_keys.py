@@ -162,6 +162,18 @@ def test_allowed_models_are_checked_against_the_catalog_with_suggestions():
     assert _create(client, "ok", allowed_models=FLASH)[0].status_code == 303
 
 
+def test_an_alias_in_allowed_models_names_the_model_to_allow():
+    """Allowed models are catalog slugs; an alias (issue 45) is refused with its model."""
+    from providers.models import ModelAlias
+
+    flash = Model.objects.create(slug=FLASH, name="DeepSeek V4.1 Flash")
+    ModelAlias.objects.create(name="claude-sonnet-4-5", model=flash)
+    a = make_tenant("Alias")
+    refused, _ = _create(login(a.user), "alias", allowed_models="claude-sonnet-4-5")
+    assert refused.status_code == 400
+    assert f"is an alias of {FLASH}: allow {FLASH}" in refused.content.decode()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_key_edited_on_the_page_is_enforced_by_the_gateway_at_once(gateway, tenant, client):
     Model.objects.create(slug=FLASH, name="DeepSeek V4.1 Flash")

@@ -238,3 +238,15 @@ def test_no_stored_response_to_retrieve(gateway, tenant):
     assert reply.status_code == 404 and reply.json()["error"]["message"]
     wrong_method = httpx.get(f"{gateway.base_url}/v1/responses", headers=headers)
     assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
+
+
+def test_the_v1_path_serves_responses_too(gateway, tenant):
+    """Issue 45: ``/api/v1/responses`` and its ``/v1`` alias (what a client configured
+    with the bare host plus ``/v1`` calls)."""
+    headers = {"Authorization": f"Bearer {tenant.key}"}
+    body = {"model": TEST_MODEL, "input": "Say hello.", "store": False}
+    reply = httpx.post(f"{gateway.base_url}/v1/responses", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text
+    response = reply.json()
+    assert (response["object"], response["status"]) == ("response", "completed")
+    assert wait_finished(response["id"]).status == "success"

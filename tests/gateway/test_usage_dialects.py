@@ -176,3 +176,31 @@ def test_no_usage_chunk_unless_asked(alpha, gateway, tenant):
     )
     assert response.status_code == 200 and '"usage"' not in response.text
     assert response.text.rstrip().endswith("data: [DONE]")
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_openai_cache_writes_are_billed_at_the_cache_write_price(
+    alpha, market, gateway, tenant, emulator, stream
+):
+    """OpenAI's dialect with cache writes (``prompt_tokens_details.cache_write_tokens``,
+    as OpenRouter and Anthropic-backed OpenAI-compatible hosts report them) on real HTTP:
+    reads at the cache-read price, writes at the cache-write price, the rest at input."""
+    alpha("openai")
+    market["alpha"].price_cache_write = Decimal("1.25")
+    market["alpha"].save()
+    catalog_cache.invalidate()
+    details = {"cached_tokens": 100, "cache_write_tokens": 600}
+    emulator.control("alpha", usage_override={"prompt_tokens_details": details})
+    request_id, usage = _chat(gateway, tenant, [{"role": "user", "content": "y" * 4000}], stream)
+    prompt = emulator.log("alpha")[-1]["prompt_tokens"]
+    assert prompt > 700
+    row = wait_finished(request_id)
+    expected = (
+        (prompt - 700) * PRICES["input"]
+        + 100 * PRICES["cache_read"]
+        + 600 * Decimal("1.25")
+        + 8 * PRICES["output"]
+    ) / Decimal(1_000_000)
+    assert row.cost_usd == expected and not row.usage_estimated
+    assert (row.prompt_tokens, row.cached_tokens) == (prompt, 100)
+    assert Decimal(str(usage["cost"])) == expected

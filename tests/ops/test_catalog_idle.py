@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import httpx
 import pytest
 from django.conf import settings
 
@@ -21,6 +22,7 @@ from .helpers import chat
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TTL_S = 1.0
+HI = {"role": "user", "content": "hi"}
 
 
 def _add_endpoint(emulator_url: str, slug: str):
@@ -78,6 +80,26 @@ def test_a_model_added_while_idle_serves_its_first_request(idle_gateway, emulato
     time.sleep(TTL_S + 0.2)
     reply = chat(idle_gateway, tenant.key, model="test/model-new")
     assert reply.status_code == 200, reply.text
+
+
+def test_an_alias_added_while_idle_serves_its_first_request(idle_gateway, emulator, tenant):
+    """A model alias (issue 45) is a catalog edit like any other: on every protocol the
+    first request naming it after the refresh interval is served as its model."""
+    from providers.models import Model, ModelAlias
+
+    assert chat(idle_gateway, tenant.key).status_code == 200
+    ModelAlias.objects.create(name="claude-opus-4-8", model=Model.objects.get(slug=TEST_MODEL))
+    time.sleep(TTL_S + 0.2)
+    reply = chat(idle_gateway, tenant.key, model="claude-opus-4-8")
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["model"] == TEST_MODEL
+    messages = httpx.post(
+        f"{idle_gateway}/api/v1/messages",
+        json={"model": "claude-opus-4-8", "max_tokens": 10, "messages": [HI]},
+        headers={"x-api-key": tenant.key, "anthropic-version": "2023-06-01"},
+        timeout=30,
+    )
+    assert messages.status_code == 200 and messages.json()["model"] == TEST_MODEL
 
 
 def test_a_request_naming_nothing_new_does_not_wait_for_the_reload(market, emulator, monkeypatch):

@@ -62,3 +62,33 @@ def test_client_examples_name_a_model_of_the_demo():
             re.findall(r"(?:MODEL=|model=\"|--model openai/|model = \")(deepseek/[\w.-]+)", text)
         )
         assert named and named <= demo_models, named - demo_models
+
+
+CLIENT_TESTS = (
+    "tests/gateway/test_chat_api.py",
+    "tests/gateway/test_responses_api.py",
+    "tests/gateway/test_messages_api.py",
+    "tests/gateway/test_claude_code.py",
+    "tests/gateway/test_model_aliases.py",
+    "tests/gateway/test_codex_cli.py",
+    "tests/gateway/test_openrouter_reads.py",
+    "tests/gateway/test_openrouter_routing.py",
+    "tests/browser/test_api_cors_browser.py",
+)
+
+
+def test_the_client_table_names_a_test_file_that_exists_for_every_verified_client():
+    """Issue 45: README's client table lists every client verified, with the command (a
+    pytest file; a bare name is in the directory of the path before it)."""
+    head = "| client | verified by (`.venv/bin/python -m pytest -q …`) |"
+    rows = README.split(head, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
+    named: list[str] = []
+    for row in rows:
+        folder, files = None, []
+        for name in re.findall(r"`([\w/.]+\.py)`", row):
+            folder = name.rsplit("/", 1)[0] if "/" in name else folder
+            files.append(name if "/" in name else f"{folder}/{name}")
+        assert files or "not run by a test" in row, row
+        named += files
+    assert named and all((BASE / path).is_file() for path in named), named
+    assert sorted(set(CLIENT_TESTS) - set(named)) == []

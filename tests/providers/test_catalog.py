@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 def test_import_export_roundtrip(tmp_path):
     counts = catalog_import(data=catalog_for_tests("http://127.0.0.1:9"))
-    assert counts == {"providers": 3, "models": 1, "endpoints": 3}
+    assert counts == {"providers": 3, "models": 1, "aliases": 0, "endpoints": 3}
     exported = catalog_export()
     path = tmp_path / "catalog.json"
     call_command("export_catalog", output=str(path))
