@@ -40,12 +40,24 @@ def _date_field(label: str) -> forms.DateField:
 REJECTED = "rejected"
 
 
-class ActivityFilterForm(forms.Form):
-    """GET filters of the Activity page and its CSV export. Choices come from the
-    organisation's own data, so another organisation's key id is simply invalid."""
+class DateRangeForm(forms.Form):
+    """A range of days, either end open; 'From' may not be after 'To'."""
 
     date_from = _date_field("From")
     date_to = _date_field("To")
+
+    def clean(self):
+        cleaned = super().clean()
+        start, end = cleaned.get("date_from"), cleaned.get("date_to")
+        if start and end and start > end:
+            raise forms.ValidationError("'From' is after 'To'.")
+        return cleaned
+
+
+class ActivityFilterForm(DateRangeForm):
+    """GET filters of the Activity page and its CSV export. Choices come from the
+    organisation's own data, so another organisation's key id is simply invalid."""
+
     model = forms.ChoiceField(required=False)
     provider = forms.ChoiceField(required=False)
     api_key = forms.ModelChoiceField(
@@ -71,13 +83,6 @@ class ActivityFilterForm(forms.Form):
         ]
         self.fields["api_key"].queryset = api_key_choices(organisation_id=organisation_id)
 
-    def clean(self):
-        cleaned = super().clean()
-        start, end = cleaned.get("date_from"), cleaned.get("date_to")
-        if start and end and start > end:
-            raise forms.ValidationError("'From' is after 'To'.")
-        return cleaned
-
     @property
     def rejected(self) -> bool:
         """The member asked for refused requests, not calls."""
@@ -96,18 +101,8 @@ class ActivityFilterForm(forms.Form):
         )
 
 
-class UsageRangeForm(forms.Form):
-    date_from = _date_field("From")
-    date_to = _date_field("To")
-
+class UsageRangeForm(DateRangeForm):
     MAX_DAYS = 366  # a longer range shows its most recent MAX_DAYS days
-
-    def clean(self):
-        cleaned = super().clean()
-        start, end = cleaned.get("date_from"), cleaned.get("date_to")
-        if start and end and start > end:
-            raise forms.ValidationError("'From' is after 'To'.")
-        return cleaned
 
 
 def _usd_field(label: str) -> forms.DecimalField:

@@ -105,6 +105,24 @@ class OpenRow:
 
 # The ledger writer's items: an opening (None), an outcome, or a checkpoint.
 LedgerItem = tuple[OpenRow, CallResult | Checkpoint | None]
+# An opening's columns beside its request id (the fields of OpenRow).
+OPEN_FIELDS = ("organisation_id", "api_key_id", "model_slug", "stream", "created_at")
+# What a call has used so far, as a CallResult and a Checkpoint both say it.
+USAGE_FIELDS = (
+    "endpoint_id",
+    "provider_slug",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "prices",
+    "usage_estimated",
+)
+
+
+def _opening(row: OpenRow) -> dict:
+    """``row``'s columns but its request id, by name."""
+    return {name: getattr(row, name) for name in OPEN_FIELDS}
 
 
 def activity_open(
@@ -117,16 +135,8 @@ def activity_open(
     created_at: datetime,
 ) -> None:
     """Insert the pending row for an accepted request (no-op if it exists)."""
-    Activity.unscoped_objects.get_or_create(
-        request_id=request_id,
-        defaults={
-            "organisation_id": organisation_id,
-            "api_key_id": api_key_id,
-            "model_slug": model_slug,
-            "stream": stream,
-            "created_at": created_at,
-        },
-    )
+    row = OpenRow(request_id, organisation_id, api_key_id, model_slug, stream, created_at)
+    Activity.unscoped_objects.get_or_create(request_id=request_id, defaults=_opening(row))
     _touch_key(api_key_id, created_at)
 
 
@@ -207,14 +217,7 @@ FINISH_READS = (
 RESULT_FIELDS = (
     "status",
     "http_status",
-    "endpoint_id",
-    "provider_slug",
-    "prompt_tokens",
-    "cached_tokens",
-    "completion_tokens",
-    "cost_usd",
-    "usage_estimated",
-    "prices",
+    *USAGE_FIELDS,
     "ttft_ms",
     "total_ms",
     "routing_strategy",
@@ -259,14 +262,7 @@ def _apply_result(activity: Activity, result: CallResult) -> None:
 def _new_activity(row: OpenRow, *, touch: bool = True, make=Activity) -> Activity | Row:
     if touch:
         _touch_key(row.api_key_id, row.created_at)
-    return make(
-        request_id=row.request_id,
-        organisation_id=row.organisation_id,
-        api_key_id=row.api_key_id,
-        model_slug=row.model_slug,
-        stream=row.stream,
-        created_at=row.created_at,
-    )
+    return make(request_id=row.request_id, **_opening(row))
 
 
 _touched: dict[int, datetime] = {}  # api_key_id -> last_used_at this process wrote
@@ -352,17 +348,7 @@ def apply_checkpoints(checkpoints: list[Checkpoint]) -> None:
     update_rows(Activity, served, CHECKPOINT_FIELDS, key="request_id", only_if=pending)
 
 
-CHECKPOINT_FIELDS = (
-    "heartbeat_at",
-    "endpoint_id",
-    "provider_slug",
-    "prompt_tokens",
-    "cached_tokens",
-    "completion_tokens",
-    "cost_usd",
-    "prices",
-    "usage_estimated",
-)
+CHECKPOINT_FIELDS = ("heartbeat_at", *USAGE_FIELDS)
 
 
 def _alive_row(request_id: str, at) -> Row:
@@ -373,18 +359,8 @@ def _alive_row(request_id: str, at) -> Row:
 
 def _checkpoint_row(c: Checkpoint) -> Row:
     row = Row()
-    row.__dict__.update(
-        request_id=c.request_id,
-        heartbeat_at=c.at,
-        endpoint_id=c.endpoint_id,
-        provider_slug=c.provider_slug,
-        prompt_tokens=c.prompt_tokens,
-        cached_tokens=c.cached_tokens,
-        completion_tokens=c.completion_tokens,
-        cost_usd=c.cost_usd,
-        prices=c.prices,
-        usage_estimated=c.usage_estimated,
-    )
+    row.__dict__.update(request_id=c.request_id, heartbeat_at=c.at)
+    row.__dict__.update({name: getattr(c, name) for name in USAGE_FIELDS})
     return row
 
 
@@ -392,14 +368,7 @@ def _write_one(row: OpenRow, result: CallResult | None, items) -> None:
     if result is not None:
         activity_finish(result, row)
     elif not any(r.request_id == row.request_id and res for r, res in items):
-        activity_open(
-            request_id=row.request_id,
-            organisation_id=row.organisation_id,
-            api_key_id=row.api_key_id,
-            model_slug=row.model_slug,
-            stream=row.stream,
-            created_at=row.created_at,
-        )
+        activity_open(request_id=row.request_id, **_opening(row))
 
 
 def _write_one_or_orphan(row: OpenRow, result: CallResult | None, items) -> None:

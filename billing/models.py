@@ -352,7 +352,26 @@ class SpendAlert(TenantData):
         return f"{self.scope} {self.period} {self.threshold}%"
 
 
-class UsageDaily(TenantData):
+class UsageSums(models.Model):
+    """What a rollup row sums: calls, spend, tokens, estimated calls and the savings."""
+
+    calls = models.BigIntegerField()
+    cost_usd = models.DecimalField(max_digits=24, decimal_places=10)
+    prompt_tokens = models.BigIntegerField()
+    cached_tokens = models.BigIntegerField()
+    completion_tokens = models.BigIntegerField()
+    estimated = models.BigIntegerField()  # calls whose usage was estimated
+    # Savings sums, as billing.selectors.common.savings_sums (null when no call knew them).
+    list_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+    cost_with_list_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+    cheapest_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+    cost_with_cheapest_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
+
+    class Meta:
+        abstract = True
+
+
+class UsageDaily(TenantData, UsageSums):
     """Activity pre-aggregated per organisation, UTC day, key, model, provider and status
     (docs/operations.md, "Activity at 10 million rows"). Built by ``billing.rollups`` for
     days that can no longer change; the dashboard reads these for the days up to
@@ -364,21 +383,10 @@ class UsageDaily(TenantData):
     model_slug = models.CharField(max_length=128)
     provider_slug = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=16)
-    calls = models.BigIntegerField()
-    cost_usd = models.DecimalField(max_digits=24, decimal_places=10)
-    prompt_tokens = models.BigIntegerField()
-    cached_tokens = models.BigIntegerField()
-    completion_tokens = models.BigIntegerField()
-    estimated = models.BigIntegerField()  # calls whose usage was estimated
     # A month's row (``day`` is its first day): the sum of that month's daily rows, read
     # instead of them when a range covers the whole month. For the month in progress,
     # ``day`` is the last day summed (UsageRollupState.month_to_date, "month to date").
     monthly = models.BooleanField(default=False)
-    # Savings sums, as billing.selectors.common.savings_sums (null when no call knew them).
-    list_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
-    cost_with_list_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
-    cheapest_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
-    cost_with_cheapest_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
 
     class Meta:
         indexes = [
@@ -390,7 +398,7 @@ class UsageDaily(TenantData):
         return f"{self.day} {self.model_slug} {self.provider_slug} {self.status}: {self.calls}"
 
 
-class UsageDayTotal(TenantData):
+class UsageDayTotal(TenantData, UsageSums):
     """An organisation's calls, spend, tokens and savings sums of one UTC day, whatever the
     key, model, provider or status: ``UsageDaily``'s rows of that day added up, for the
     Usage page's per-day chart (one row a day instead of ~hundreds). Built with them by
@@ -398,16 +406,6 @@ class UsageDayTotal(TenantData):
 
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
-    calls = models.BigIntegerField()
-    cost_usd = models.DecimalField(max_digits=24, decimal_places=10)
-    prompt_tokens = models.BigIntegerField()
-    cached_tokens = models.BigIntegerField()
-    completion_tokens = models.BigIntegerField()
-    estimated = models.BigIntegerField()
-    list_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
-    cost_with_list_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
-    cheapest_cost_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
-    cost_with_cheapest_usd = models.DecimalField(max_digits=24, decimal_places=10, null=True)
 
     class Meta:
         constraints = [

@@ -310,13 +310,14 @@ end
 return {'ok', 0, 0}
 """
 
-# KEYS as ADMIT_LUA. ARGV: n, rid, actual, tokens delta, has tpm (0/1), has concurrent.
-SETTLE_LUA = """
+# Both settlements' start. ARGV: n, rid, actual. ``release(i)`` frees the reservation
+# budget ``i`` (KEYS 2i-1, 2i: hash, reservations zset) holds for the call, if any, and
+# says whether there was one.
+_SETTLE_PRELUDE_LUA = """
 local n = tonumber(ARGV[1])
 local rid = ARGV[2]
 local actual = tonumber(ARGV[3])
-local out = {}
-for i = 1, n do
+local function release(i)
   local h, z = KEYS[2*i-1], KEYS[2*i]
   local a = redis.call('HGET', h, 'r:' .. rid)
   if a then
@@ -324,6 +325,18 @@ for i = 1, n do
     redis.call('HDEL', h, 'r:' .. rid)
     redis.call('ZREM', z, rid)
   end
+  return a ~= false
+end
+"""
+
+# KEYS as ADMIT_LUA. ARGV: n, rid, actual, tokens delta, has tpm (0/1), has concurrent.
+SETTLE_LUA = (
+    _SETTLE_PRELUDE_LUA
+    + """
+local out = {}
+for i = 1, n do
+  local h = KEYS[2*i-1]
+  release(i)
   if redis.call('HEXISTS', h, 'spent') == 1 then
     table.insert(out, tostring(redis.call('HINCRBY', h, 'spent', actual)))
   else
@@ -337,24 +350,20 @@ end
 if ARGV[6] == '1' then redis.call('ZREM', KEYS[2*n+3], rid) end
 return out
 """
+)
 
 # The reconciler's settlement of a call whose process died (billing.limits.
 # settle_abandoned). KEYS: (hash, reservations zset) of every budget the call may have
 # reserved against, then its key's in-flight set. ARGV: n, rid, actual. Only a budget
 # still holding the call's reservation is settled (and counts ``actual`` as spent): a
 # call its own process settled, or settled twice, changes nothing.
-SETTLE_HELD_LUA = """
-local n = tonumber(ARGV[1])
-local rid = ARGV[2]
-local actual = tonumber(ARGV[3])
+SETTLE_HELD_LUA = (
+    _SETTLE_PRELUDE_LUA
+    + """
 local settled = 0
 for i = 1, n do
-  local h, z = KEYS[2*i-1], KEYS[2*i]
-  local a = redis.call('HGET', h, 'r:' .. rid)
-  if a then
-    redis.call('HINCRBY', h, 'reserved', -tonumber(a))
-    redis.call('HDEL', h, 'r:' .. rid)
-    redis.call('ZREM', z, rid)
+  local h = KEYS[2*i-1]
+  if release(i) then
     if redis.call('HEXISTS', h, 'spent') == 1 then redis.call('HINCRBY', h, 'spent', actual) end
     settled = settled + 1
   end
@@ -362,6 +371,7 @@ end
 redis.call('ZREM', KEYS[2*n+1], rid)
 return settled
 """
+)
 
 SPENT_LUA = """
 local out = {}

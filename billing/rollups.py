@@ -118,20 +118,7 @@ def rollup_day(day: date) -> int:
         .annotate(n=Count("id"))
     )
     with transaction.atomic():
-        UsageDaily.unscoped_objects.filter(day=day, monthly=False).delete()
-        TtftDaily.unscoped_objects.filter(day=day, monthly=False).delete()
-        created = UsageDaily.unscoped_objects.bulk_create(
-            _built(UsageDaily, usage, day=day), batch_size=2000
-        )
-        TtftDaily.unscoped_objects.bulk_create(
-            [
-                TtftDaily(
-                    **{f: r[f] for f in TTFT_GROUP}, day=day, ttft_ms=r["rounded"], calls=r["n"]
-                )
-                for r in ttft
-            ],
-            batch_size=5000,
-        )
+        created = _replace_rows(day, False, usage, ttft, ttft_field="rounded")
         UsageDayTotal.unscoped_objects.filter(day=day).delete()
         UsageDayTotal.unscoped_objects.bulk_create(day_totals(UsageDaily, UsageDayTotal, day=day))
     return len(created)
@@ -175,25 +162,33 @@ def rollup_month(first: date, *, last: date | None = None) -> int:
         .annotate(n=Sum("calls"))
     )
     with transaction.atomic():
-        UsageDaily.unscoped_objects.filter(day=key, monthly=True).delete()
-        TtftDaily.unscoped_objects.filter(day=key, monthly=True).delete()
-        created = UsageDaily.unscoped_objects.bulk_create(
-            _built(UsageDaily, usage, day=key, monthly=True), batch_size=2000
-        )
-        TtftDaily.unscoped_objects.bulk_create(
-            [
-                TtftDaily(
-                    **{f: r[f] for f in TTFT_GROUP},
-                    day=key,
-                    monthly=True,
-                    ttft_ms=r["ttft_ms"],
-                    calls=r["n"],
-                )
-                for r in ttft
-            ],
-            batch_size=5000,
-        )
+        created = _replace_rows(key, True, usage, ttft, ttft_field="ttft_ms")
     return len(created)
+
+
+def _replace_rows(day: date, monthly: bool, usage, ttft, *, ttft_field: str) -> list:
+    """Replace the usage and TTFT rows stored under (``day``, ``monthly``) with ``usage``
+    (grouped sums) and ``ttft`` (TTFT_GROUP, the time under ``ttft_field``, calls ``n``);
+    in the caller's transaction. Returns the usage rows created."""
+    UsageDaily.unscoped_objects.filter(day=day, monthly=monthly).delete()
+    TtftDaily.unscoped_objects.filter(day=day, monthly=monthly).delete()
+    created = UsageDaily.unscoped_objects.bulk_create(
+        _built(UsageDaily, usage, day=day, monthly=monthly), batch_size=2000
+    )
+    TtftDaily.unscoped_objects.bulk_create(
+        [
+            TtftDaily(
+                **{f: r[f] for f in TTFT_GROUP},
+                day=day,
+                monthly=monthly,
+                ttft_ms=r[ttft_field],
+                calls=r["n"],
+            )
+            for r in ttft
+        ],
+        batch_size=5000,
+    )
+    return created
 
 
 def _month_to_date(through: date) -> date | None:

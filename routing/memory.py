@@ -47,31 +47,41 @@ logger = logging.getLogger(__name__)
 KEEP_WARM_S = 10.0  # refresh while requests came within this long
 
 
-def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
-    """The newest ``SPEED_WINDOW_SIZE`` samples per (endpoint, bucket, cached or not),
-    summarised with each window's newest sample time (stale data is explored)."""
-    config = gateway_config()
+# What the speed summary reads of a sample, in this order.
+SAMPLE_FIELDS = (
+    "endpoint_id",
+    "bucket",
+    "cached",
+    "ttft_ms",
+    "output_tokens_per_s",
+    "restarts_window",
+    "created_at",
+)
+
+
+def _windowed_samples(config, endpoint_ids: list[int] | None = None):
+    """The newest ``speed_window_size`` samples per (endpoint, bucket, cached or not) of
+    the last ``speed_max_age_s`` (of ``endpoint_ids`` only, if given)."""
     since = timezone.now() - timedelta(seconds=config.speed_max_age_s)
     ranked = SpeedSample.objects.filter(created_at__gte=since)
     if endpoint_ids is not None:
         ranked = ranked.filter(endpoint_id__in=endpoint_ids)
-    ranked = ranked.annotate(
+    return ranked.annotate(
         rank=Window(
             RowNumber(), partition_by=[F("endpoint_id"), F("bucket"), F("cached")], order_by="-id"
         )
     ).filter(rank__lte=config.speed_window_size)
+
+
+def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
+    """The newest ``SPEED_WINDOW_SIZE`` samples per (endpoint, bucket, cached or not),
+    summarised with each window's newest sample time (stale data is explored)."""
+    config = gateway_config()
+    ranked = _windowed_samples(config, endpoint_ids)
     samples: dict[tuple[int, str], list[TimedSample]] = defaultdict(list)
     restarted: set[tuple[int, str]] = set()
     throughput: dict[int, list[float]] = defaultdict(list)
-    rows = ranked.order_by("-id").values_list(
-        "endpoint_id",
-        "bucket",
-        "cached",
-        "ttft_ms",
-        "output_tokens_per_s",
-        "restarts_window",
-        "created_at",
-    )
+    rows = ranked.order_by("-id").values_list(*SAMPLE_FIELDS)
     stale_after_s = config.speed_stale_after_s
     for endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at in rows:  # newest first
         speed_key, t = (endpoint_id, speed_bucket(bucket, cached)), created_at.timestamp()
@@ -156,16 +166,7 @@ class SpeedFeed:
         """The current summary (sync: runs in a database thread)."""
         config = gateway_config()
         now = time.time()
-        fields = (
-            "id",
-            "endpoint_id",
-            "bucket",
-            "cached",
-            "ttft_ms",
-            "output_tokens_per_s",
-            "restarts_window",
-            "created_at",
-        )
+        fields = ("id", *SAMPLE_FIELDS)
         self.rows_read = 0
         if self.book is None or now - self.full_at > self.FULL_RELOAD_S:
             self.book = SpeedBook(
@@ -175,18 +176,7 @@ class SpeedFeed:
             )
             self.last_id, self._seen, self.full_at = 0, set(), now
             self._overlap_next = True
-            since = timezone.now() - timedelta(seconds=config.speed_max_age_s)
-            ranked = (
-                SpeedSample.objects.filter(created_at__gte=since)
-                .annotate(
-                    rank=Window(
-                        RowNumber(),
-                        partition_by=[F("endpoint_id"), F("bucket"), F("cached")],
-                        order_by="-id",
-                    )
-                )
-                .filter(rank__lte=config.speed_window_size)
-            )
+            ranked = _windowed_samples(config)
             self._apply(ranked.order_by("id").values_list(*fields))
             self._gaps = {}  # unknown after a windowed read: the next read overlaps
         elif self._overlap_next or len(self._gaps) > self.MAX_GAPS:

@@ -177,6 +177,63 @@ def make_tenant(name: str, *, password: str = "pw-123456789") -> Tenant:
     return Tenant(organisation, user, api_key, key)
 
 
+HI = [{"role": "user", "content": "hi"}]
+# One tool, asked for by one question, in each wire format's own tool shape (chat
+# ``function``, Responses flat ``function``, Messages ``input_schema``).
+WEATHER_PARAMETERS = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
+WEATHER_QUESTION = "What is the weather in Paris? Use get_weather."
+
+
+def post_chat(gateway, key: str, **fields):
+    """``POST /chat/completions`` of TEST_MODEL saying "hi", with ``fields`` added."""
+    import httpx
+
+    return httpx.post(
+        f"{gateway.api_url}/chat/completions",
+        headers={"Authorization": f"Bearer {key}"},
+        json={"model": TEST_MODEL, "messages": HI, **fields},
+        timeout=30,
+    )
+
+
+def stream_chat(api_url: str, key: str, body: dict, timeout: float = 30):
+    """``httpx.stream`` of ``POST {api_url}/chat/completions`` with ``body`` and ``key``
+    (a context manager giving the streamed response)."""
+    import httpx
+
+    return httpx.stream(
+        "POST",
+        f"{api_url}/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=timeout,
+    )
+
+
+def endpoint_admin_form(endpoint, **fields) -> dict:
+    """What the admin's endpoint change form posts for ``endpoint``: its provider, model
+    and URL, a 1,000-token context, ``tools``, test prices, enabled; ``fields`` added or
+    replacing those."""
+    return {
+        "provider": endpoint.provider_id,
+        "model": endpoint.model_id,
+        "base_url": endpoint.base_url,
+        "context_length": 1000,
+        "supported_parameters": ["tools"],
+        "price_input": "0.1",
+        "price_cache_read": "0.01",
+        "price_cache_write": "0",
+        "price_output": "0.4",
+        "cache_ttl_s": 300,
+        "enabled": "on",
+        **fields,
+    }
+
+
 def wait_finished_rows(count: int, timeout: float = 40.0) -> list:
     """Wait until ``count`` Activity rows exist and all are finished (the ledger writes
     run beside the request, so they may land just after the response)."""

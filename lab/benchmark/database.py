@@ -9,6 +9,7 @@ gateway itself: a production database is the operator's to create.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -40,3 +41,16 @@ def ensure_database(config: dict[str, Any]) -> bool:
             return False
         connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return True
+
+
+def fresh_sqlite_file(config: dict[str, Any], base: Path, name: str) -> Path | None:
+    """With SQLite (``config``, a Django ``DATABASES`` entry): an empty database file
+    ``var/<name>/<name>.sqlite3`` under ``base``, never the development database. Other
+    engines: None (the benchmark uses the database ``DATABASE_URL`` selects)."""
+    if not config["ENGINE"].endswith("sqlite3"):
+        return None
+    path = base / "var" / name / f"{name}.sqlite3"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return path

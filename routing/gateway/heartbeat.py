@@ -26,7 +26,6 @@ from django.utils import timezone
 
 from billing.ledger import Checkpoint, OpenRow
 from billing.ledger_writer import queue_checkpoints
-from billing.pricing import call_cost
 from common.aio import run_service
 
 from ..config import live_config
@@ -99,13 +98,7 @@ def checkpoint(call: Any, now: datetime, billed: tuple = ()) -> tuple[OpenRow, C
         return open_row(accepted), Checkpoint(accepted.request_id, now)
     prompt, cached, _, _ = served.usage_numbers(accepted)
     _, completion, estimated = billed
-    cost = call_cost(
-        prices=served.route.prices,
-        prompt_tokens=prompt,
-        cached_tokens=cached,
-        completion_tokens=completion,
-        cache_write_tokens=served.cache_write_tokens(),
-    )
+    cost = served.cost_of(prompt, cached, completion)
     return open_row(accepted), Checkpoint(
         accepted.request_id,
         now,

@@ -19,7 +19,6 @@ Authentication: ``x-api-key: <key>`` (Anthropic's SDK) or ``Authorization: Beare
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -30,14 +29,14 @@ from providers.protocols import openai_chat
 from providers.protocols.types import ProtocolError
 
 from ..catalog import catalog_cache
-from ..config import live_config
 from ..errors import OVERLOADED, GatewayError
 from ..memory import memory
-from ..request import ChatRequest, chat_request_from, loads
+from ..request import ChatRequest, chat_request_from
 from .accept import Accepted, accept_chat
 from .asgi import GatewayApp, _header
 from .big import per_message_work
 from .respond import Responder
+from .translate import TranslatingResponder, load_request, protocol_error
 
 logger = logging.getLogger(__name__)
 
@@ -51,15 +50,14 @@ def authorization(scope: dict[str, Any]) -> str | None:
     return f"Bearer {api_key}" if api_key else None
 
 
-class MessagesResponder(Responder):
+class MessagesResponder(TranslatingResponder):
     """A ``Responder`` that speaks Messages: what ``LiveCall`` writes in OpenAI's wire
     format (whole SSE events, or one ``chat.completion``) leaves as Messages."""
 
-    __slots__ = ("accepted", "renderer", "sse")
+    __slots__ = ("accepted",)
 
     def __init__(self, send) -> None:
         super().__init__(send)
-        self.sse = False  # a stream started: writes are OpenAI SSE events to translate
         self.renderer: wire.StreamRenderer | None = None
         self.accepted: Accepted | None = None
 
@@ -76,59 +74,31 @@ class MessagesResponder(Responder):
         if self.renderer is not None and not self.sse:
             self.renderer.model = accepted.chat.model_slug
 
-    async def start_sse(self, request_id: str) -> None:
-        await super().start_sse(request_id)
-        self.sse = True
+    def opening(self) -> bytes:
         assert self.renderer is not None
-        await Responder.write(self, self.renderer.start() + wire.PING)
+        return self.renderer.start() + wire.PING
 
-    def _translate(self, body: bytes) -> bytes:
-        renderer = self.renderer
-        assert renderer is not None
-        out = []
-        for event in body.split(b"\n\n"):
-            if not event:
-                continue
-            if event.startswith(b":"):
-                out.append(wire.PING)
-            elif event == b"data: [DONE]":
-                out.append(renderer.finish())
-            elif event.startswith(b"data: "):
-                chunk = orjson.loads(event[6:])
-                out += [renderer.render(e) for e in openai_chat.events_from_chunk(chunk)]
-        return b"".join(out)
+    def keepalive(self, event: bytes) -> bytes:
+        return wire.PING
 
-    async def write(self, body: bytes, *, end: bool = False) -> None:
-        await Responder.write(self, self._translate(body) if self.sse else body, end=end)
-
-    async def json(
-        self,
-        status: int,
-        body: bytes,
-        request_id: str | None = None,
-        extra: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:
+    def whole(self, body: bytes) -> bytes:
         accepted = self.accepted
-        if status == 200 and accepted is not None:
-            events = openai_chat.events_from_completion(orjson.loads(body))
-            message = wire.render_message(
-                accepted.request_id,
-                accepted.chat.model_slug,
-                events,
-                accepted.prompt_tokens_estimate,
-            )
-            body = orjson.dumps(message)
-        await Responder.json(self, status, body, request_id, extra)
+        if accepted is None:
+            return body
+        events = openai_chat.events_from_completion(orjson.loads(body))
+        message = wire.render_message(
+            accepted.request_id,
+            accepted.chat.model_slug,
+            events,
+            accepted.prompt_tokens_estimate,
+        )
+        return orjson.dumps(message)
 
     async def error(self, error: GatewayError, request_id: str | None = None) -> None:
         # Every provider overloaded: Anthropic's own answer, 529 overloaded_error.
         status = 529 if error.code == OVERLOADED else error.status
         body = orjson.dumps(wire.error_body(status, error.message))
         await Responder.json(self, status, body, request_id, error.headers())
-
-
-def _protocol_error(exc: ProtocolError) -> GatewayError:
-    return GatewayError(exc.status, exc.message, param=exc.param)
 
 
 def betas(scope: dict[str, Any]) -> tuple[str, ...]:
@@ -174,8 +144,7 @@ class MessagesApp(GatewayApp):
         self, scope: dict[str, Any], principal: KeyPrincipal, body: bytes, out: Responder
     ) -> Accepted | None:
         assert isinstance(out, MessagesResponder)
-        depth = live_config().max_json_depth
-        request = await per_message_work(len(body), loads, body, depth)
+        request = await load_request(body)
         names = betas(scope)
         try:
             if scope["path"].rstrip("/").endswith("/count_tokens"):
@@ -183,7 +152,7 @@ class MessagesApp(GatewayApp):
                 return None
             chat = await per_message_work(len(body), _chat_request, request, names)
         except ProtocolError as exc:
-            raise _protocol_error(exc) from None
+            raise protocol_error(exc) from None
         accepted = await accept_chat(principal, chat, len(body))
         out.bind(accepted)
         return accepted

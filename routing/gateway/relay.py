@@ -102,14 +102,18 @@ class LiveAttempt:
 
     def cost(self, accepted) -> tuple[Decimal, int, int, int, bool]:
         prompt, cached, completion, estimated = self.usage_numbers(accepted)
-        cost = call_cost(
+        cost = self.cost_of(prompt, cached, completion)
+        return cost, prompt, cached, completion, estimated
+
+    def cost_of(self, prompt: int, cached: int, completion: int) -> Decimal:
+        """What these tokens cost at this attempt's prices, with its cache writes."""
+        return call_cost(
             prices=self.route.prices,
             prompt_tokens=prompt,
             cached_tokens=cached,
             completion_tokens=completion,
             cache_write_tokens=self.cache_write_tokens(),
         )
-        return cost, prompt, cached, completion, estimated
 
     def opening(self) -> None:
         """The upstream call is being opened: it counts in the process's calls in flight

@@ -243,39 +243,25 @@ def test_no_retention_or_no_rollup_archives_nothing(tmp_path, settings):
     assert archive_cutoff(retention_days=1, now=NOW) == date(2026, 3, 1)
 
 
+def _archive_command(directory, *options: str) -> str:
+    """``manage.py archive_activity`` keeping 30 days, into ``directory``: its output."""
+    out = io.StringIO()
+    retention = ("--retention-days", "30", "--directory", str(directory))
+    call_command("archive_activity", *retention, *options, stdout=out)
+    return out.getvalue()
+
+
 def test_the_command_dry_run_lists_and_the_run_archives(ledger, tmp_path):
     a, _, _ = ledger
-    out = io.StringIO()
     # The command's clock is the real one: every seeded month before the rolled one goes.
-    call_command(
-        "archive_activity",
-        "--retention-days",
-        "30",
-        "--directory",
-        str(tmp_path),
-        "--dry-run",
-        stdout=out,
-    )
-    text = out.getvalue()
+    text = _archive_command(tmp_path, "--dry-run")
     assert "keeping rows from 2026-03-01 on" in text
     assert f"org {a.organisation.id} 2025-11:" in text and "would archive" in text
     assert not list(tmp_path.iterdir())
     kept = Activity.unscoped_objects.filter(
         created_at__gte=datetime(2026, 3, 1, tzinfo=UTC)
     ).count()
-    out = io.StringIO()
-    call_command(
-        "archive_activity",
-        "--retention-days",
-        "30",
-        "--directory",
-        str(tmp_path),
-        "--batch",
-        "100",
-        stdout=out,
-    )
-    assert "archived" in out.getvalue() and "1 pending rows before the cutoff kept" in (
-        out.getvalue()
-    )
+    text = _archive_command(tmp_path, "--batch", "100")
+    assert "archived" in text and "1 pending rows before the cutoff kept" in text
     assert Activity.unscoped_objects.count() == kept + 1
     assert len(list(tmp_path.rglob("*.jsonl.gz"))) == 8  # 2 organisations x 4 months

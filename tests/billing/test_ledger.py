@@ -11,7 +11,14 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from billing.ledger import AttemptResult, CallResult, activity_finish, activity_open
+from billing.ledger import (
+    AttemptResult,
+    CallResult,
+    Checkpoint,
+    OpenRow,
+    activity_finish,
+    activity_open,
+)
 from billing.models import Activity, Attempt
 from billing.money import decimal_str
 from billing.services import api_key_create
@@ -39,24 +46,38 @@ def _result(request_id: str) -> CallResult:
     )
 
 
+def _open(tenant, request_id: str, created_at) -> None:
+    """``activity_open`` of a streamed call of ``tenant``'s key to model ``m``."""
+    activity_open(
+        request_id=request_id,
+        organisation_id=tenant.organisation.id,
+        api_key_id=tenant.api_key.id,
+        model_slug="m",
+        stream=True,
+        created_at=created_at,
+    )
+
+
+def _open_rows(tenant, prefix: str, count: int, at) -> list[OpenRow]:
+    """The openings of ``count`` streamed TEST_MODEL calls of ``tenant``'s key at ``at``,
+    request ids ``{prefix}0`` onwards."""
+    return [
+        OpenRow(f"{prefix}{n}", tenant.organisation.id, tenant.api_key.id, TEST_MODEL, True, at)
+        for n in range(count)
+    ]
+
+
+def _alpha_beat(row: OpenRow, at, market, **numbers) -> Checkpoint:
+    """A checkpoint of ``row``'s stream served by alpha, with what it had delivered."""
+    return Checkpoint(
+        row.request_id, at, endpoint_id=market["alpha"].id, provider_slug="alpha", **numbers
+    )
+
+
 @pytest.mark.django_db
 def test_finaliser_replayed_three_times_changes_nothing(tenant):
-    activity_open(
-        request_id="gen-replay",
-        organisation_id=tenant.organisation.id,
-        api_key_id=tenant.api_key.id,
-        model_slug="m",
-        stream=True,
-        created_at=timezone.now(),
-    )
-    activity_open(
-        request_id="gen-replay",
-        organisation_id=tenant.organisation.id,
-        api_key_id=tenant.api_key.id,
-        model_slug="m",
-        stream=True,
-        created_at=timezone.now(),
-    )
+    _open(tenant, "gen-replay", timezone.now())
+    _open(tenant, "gen-replay", timezone.now())
     assert activity_finish(_result("gen-replay")) is True
     later = _result("gen-replay")
     later.cost_usd = Decimal(99)  # a replay with other numbers must not rewrite history
@@ -71,14 +92,7 @@ def test_finaliser_replayed_three_times_changes_nothing(tenant):
 def test_reconciler_closes_stale_pending_rows_once(tenant):
     old = timezone.now() - timedelta(hours=3)
     for request_id, created_at in (("gen-old", old), ("gen-new", timezone.now())):
-        activity_open(
-            request_id=request_id,
-            organisation_id=tenant.organisation.id,
-            api_key_id=tenant.api_key.id,
-            model_slug="m",
-            stream=True,
-            created_at=created_at,
-        )
+        _open(tenant, request_id, created_at)
     assert activity_reconcile_task() == 1
     assert activity_reconcile_task() == 0
     stale = Activity.unscoped_objects.get(request_id="gen-old")
@@ -221,14 +235,7 @@ def test_no_plaintext_key_in_logs(gateway, tenant, emulator, caplog):
 def test_last_used_is_written_at_most_once_a_minute(tenant):
     start = timezone.now()
     for seconds, request_id in ((0, "gen-a"), (30, "gen-b"), (61, "gen-c")):
-        activity_open(
-            request_id=request_id,
-            organisation_id=tenant.organisation.id,
-            api_key_id=tenant.api_key.id,
-            model_slug="m",
-            stream=True,
-            created_at=start + timedelta(seconds=seconds),
-        )
+        _open(tenant, request_id, start + timedelta(seconds=seconds))
         tenant.api_key.refresh_from_db()
         expected = start + timedelta(seconds=0 if seconds < 61 else 61)
         assert tenant.api_key.last_used_at == expected
@@ -240,7 +247,7 @@ def test_the_batch_insert_writes_what_the_orm_writes(tenant, market):
     from new_row) stores every field as the ORM's own save does: dates, decimals, JSON
     prices, savings, defaults, and every column of the attempts; in batches of one call
     and of several (on PostgreSQL a VALUES list, then typed arrays UNNEST-ed)."""
-    from billing.ledger import OpenRow, ledger_write
+    from billing.ledger import ledger_write
 
     now = timezone.now()
     rows = {}
@@ -296,7 +303,7 @@ def test_the_lean_select_reads_what_the_orm_reads(tenant, market):
     dates), in the model's ordering; fields not asked for are deferred, not wrong."""
     from django.db import transaction
 
-    from billing.ledger import OpenRow, ledger_write
+    from billing.ledger import ledger_write
     from common.lean_sql import select_rows
 
     now = timezone.now()
@@ -344,21 +351,11 @@ def test_finishing_a_batch_of_streams_is_the_same_statements_for_any_size(tenant
     (docs/benchmarks.md, round 14). The rows are finished as the ORM would."""
     from django.db import connection
 
-    from billing.ledger import OpenRow, ledger_write
+    from billing.ledger import ledger_write
 
     def finish_statements(size: int) -> list[tuple[str, bool]]:
         now = timezone.now()
-        rows = [
-            OpenRow(
-                f"gen-size-{size}-{n}",
-                tenant.organisation.id,
-                tenant.api_key.id,
-                TEST_MODEL,
-                True,
-                now,
-            )
-            for n in range(size)
-        ]
+        rows = _open_rows(tenant, f"gen-size-{size}-", size, now)
         ledger_write([(row, None) for row in rows])
         seen: list[tuple[str, bool]] = []
 
@@ -391,7 +388,7 @@ def test_the_writer_prepares_a_few_statements_whatever_its_batch_sizes(tenant, m
     (docs/benchmarks.md, round 15). The rows are written as asked all the same."""
     from django.db import connection
 
-    from billing.ledger import Checkpoint, OpenRow, ledger_write
+    from billing.ledger import ledger_write
 
     texts: set[str] = set()
 
@@ -405,34 +402,11 @@ def test_the_writer_prepares_a_few_statements_whatever_its_batch_sizes(tenant, m
     sizes = range(1, 41)
     with connection.execute_wrapper(record):
         for size in sizes:
-            rows = [
-                OpenRow(
-                    f"gen-few-{size}-{n}",
-                    tenant.organisation.id,
-                    tenant.api_key.id,
-                    TEST_MODEL,
-                    True,
-                    now,
-                )
-                for n in range(size)
-            ]
+            rows = _open_rows(tenant, f"gen-few-{size}-", size, now)
             ledger_write([(row, None) for row in rows])
             ledger_write([(row, Checkpoint(row.request_id, now)) for row in rows])
-            ledger_write(
-                [
-                    (
-                        row,
-                        Checkpoint(
-                            row.request_id,
-                            now,
-                            endpoint_id=market["alpha"].id,
-                            provider_slug="alpha",
-                            completion_tokens=3,
-                        ),
-                    )
-                    for row in rows
-                ]
-            )
+            served = [_alpha_beat(row, now, market, completion_tokens=3) for row in rows]
+            ledger_write(list(zip(rows, served, strict=True)))
             ledger_write([(row, _result(row.request_id)) for row in rows])
     done = Activity.unscoped_objects.filter(request_id__startswith="gen-few-")
     assert done.filter(status="success", completion_tokens=5).count() == sum(sizes)
@@ -446,7 +420,6 @@ def test_the_writer_prepares_a_few_statements_whatever_its_batch_sizes(tenant, m
 def _orphan_batch(tenant, market):
     """A batch of three calls: one whose organisation, one whose key and endpoint were
     deleted while it ran, and one that is fine (``ledger_write`` items, request ids)."""
-    from billing.ledger import OpenRow
     from providers.models import Endpoint
 
     doomed = make_tenant("Doomed")
@@ -504,7 +477,6 @@ def test_the_ledger_writer_is_not_stuck_behind_an_orphaned_row(tenant, market):
     """Through the process's real writer: the batch with orphans is written, and a call
     queued after it is written too (before the fix the writer retried that batch for
     ever and every later row of the process waited behind it)."""
-    from billing.ledger import OpenRow
     from billing.ledger_writer import ledger_writer
 
     later = OpenRow(
@@ -529,7 +501,7 @@ def test_the_ledger_writer_is_not_stuck_behind_an_orphaned_row(tenant, market):
 def test_a_heartbeat_naming_a_deleted_endpoint_still_beats(tenant, market):
     """A checkpoint of a stream whose endpoint was deleted mid-call marks its row alive
     (without the numbers) instead of failing the writer's batch."""
-    from billing.ledger import Checkpoint, OpenRow, ledger_write
+    from billing.ledger import ledger_write
     from providers.models import Endpoint
 
     now = timezone.now()
@@ -559,32 +531,21 @@ def test_a_heartbeat_of_many_streams_is_the_same_statements_for_any_number(tenan
     of one call the newer wins."""
     from django.db import connection
 
-    from billing.ledger import Checkpoint, OpenRow, ledger_write
+    from billing.ledger import ledger_write
 
     endpoint = market["alpha"]
 
     def beat(count: int) -> list[str]:
         now = timezone.now()
-        rows = [
-            OpenRow(
-                f"gen-beat-{count}-{n}",
-                tenant.organisation.id,
-                tenant.api_key.id,
-                TEST_MODEL,
-                True,
-                now,
-            )
-            for n in range(count)
-        ]
+        rows = _open_rows(tenant, f"gen-beat-{count}-", count, now)
         ledger_write([(row, None) for row in rows])
         ledger_write([(rows[0], _result(rows[0].request_id))])  # finished before the beat
 
         def checkpoint(n: int, tokens: int) -> Checkpoint:
-            return Checkpoint(
-                rows[n].request_id,
+            return _alpha_beat(
+                rows[n],
                 now + timedelta(seconds=tokens),
-                endpoint_id=endpoint.id,
-                provider_slug="alpha",
+                market,
                 prompt_tokens=100 + n,
                 completion_tokens=tokens,
                 cost_usd=Decimal(n) / 1000,
@@ -623,7 +584,7 @@ def test_a_heartbeat_of_many_streams_is_the_same_statements_for_any_number(tenan
 def test_the_reconciler_keeps_a_checkpoints_reported_usage_exact(tenant, market):
     """A stream whose provider had reported its usage when its process died is closed
     with that usage, not marked estimated; one that had only delivered tokens is."""
-    from billing.ledger import Checkpoint, OpenRow, activity_reconcile, ledger_write
+    from billing.ledger import activity_reconcile, ledger_write
 
     then = timezone.now() - timedelta(seconds=60)
     rows = [
@@ -632,11 +593,10 @@ def test_the_reconciler_keeps_a_checkpoints_reported_usage_exact(tenant, market)
     ]
     ledger_write([(row, None) for row in rows])
     beats = [
-        Checkpoint(
-            row.request_id,
+        _alpha_beat(
+            row,
             then,
-            endpoint_id=market["alpha"].id,
-            provider_slug="alpha",
+            market,
             prompt_tokens=10,
             completion_tokens=20,
             cost_usd=Decimal("0.00001"),

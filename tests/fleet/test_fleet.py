@@ -27,6 +27,7 @@ from ..support import (
     close_other_connections,
     database_url,
     free_port,
+    stream_chat,
     wait_finished_rows,
 )
 
@@ -204,13 +205,7 @@ def test_the_hedge_budget_is_never_overspent_across_instances(shared, tenant, em
 
     def stream_one(_: int) -> int:
         body = {"model": TEST_MODEL, "messages": fresh(LONG), "stream": True, "max_tokens": 2}
-        with httpx.stream(
-            "POST",
-            f"{shared.lb_url}/api/v1/chat/completions",
-            json=body,
-            headers={"Authorization": f"Bearer {tenant.key}"},
-            timeout=60,
-        ) as response:
+        with stream_chat(f"{shared.lb_url}/api/v1", tenant.key, body, timeout=60) as response:
             for _ in response.iter_lines():
                 pass
             return response.status_code
@@ -234,11 +229,8 @@ def stream_lines(base_url: str, key: str, lines: list[str], started: threading.E
         "stream": True,
         "messages": [{"role": "user", "content": f"{time.time_ns()} tell me"}],
     }
-    headers = {"Authorization": f"Bearer {key}"}
     try:
-        with httpx.stream(
-            "POST", f"{base_url}/api/v1/chat/completions", json=body, headers=headers, timeout=60
-        ) as response:
+        with stream_chat(f"{base_url}/api/v1", key, body, timeout=60) as response:
             lines.append(f"status {response.status_code}")
             lines.append(f"id {response.headers.get('X-Generation-Id', '')}")
             lines.append(f"upstream {response.headers.get('X-Upstream', '')}")

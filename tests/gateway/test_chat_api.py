@@ -3,14 +3,13 @@
 import time
 from decimal import Decimal
 
-import httpx
 import orjson
 import pytest
 
 from billing.models import Activity
 from billing.pricing import call_cost
 
-from ..support import TEST_MODEL
+from ..support import TEST_MODEL, stream_chat
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MESSAGES = [{"role": "user", "content": "Say hello in a few words."}]
@@ -75,13 +74,7 @@ def test_non_streaming(client):
 def test_usage_chunk_stripped_when_not_asked(gateway, tenant, emulator):
     body = {"model": TEST_MODEL, "messages": MESSAGES, "stream": True}
     events = []
-    with httpx.stream(
-        "POST",
-        f"{gateway.api_url}/chat/completions",
-        json=body,
-        headers={"Authorization": f"Bearer {tenant.key}"},
-        timeout=10,
-    ) as response:
+    with stream_chat(gateway.api_url, tenant.key, body, timeout=10) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         for line in response.iter_lines():

@@ -2,14 +2,13 @@
 its headers leave while the provider prefills, so the first token is the only write on
 the critical path; a call that then fails on every provider ends with an error chunk."""
 
-import httpx
 import orjson
 import pytest
 from django.conf import settings
 
 from billing.models import Activity
 
-from ..support import TEST_MODEL, wait_finished_rows
+from ..support import TEST_MODEL, stream_chat, wait_finished_rows
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PROVIDERS = ("alpha", "bravo", "charlie")
@@ -35,13 +34,7 @@ def _stream(gateway, tenant, on_headers, **extra) -> tuple[int, str, list[str]]:
         "max_tokens": 4,
         **extra,
     }
-    with httpx.stream(
-        "POST",
-        f"{gateway.api_url}/chat/completions",
-        json=body,
-        headers={"Authorization": f"Bearer {tenant.key}"},
-        timeout=20,
-    ) as response:
+    with stream_chat(gateway.api_url, tenant.key, body, timeout=20) as response:
         on_headers()
         lines = [line for line in response.iter_lines() if line]
         return response.status_code, response.headers["content-type"], lines

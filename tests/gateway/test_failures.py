@@ -4,7 +4,7 @@ import httpx
 import orjson
 import pytest
 
-from ..support import TEST_MODEL, wait_finished_rows, wait_learnt
+from ..support import TEST_MODEL, stream_chat, wait_finished_rows, wait_learnt
 from .test_chat_api import wait_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -13,13 +13,7 @@ BODY = {"model": TEST_MODEL, "messages": [{"role": "user", "content": "hi"}]}
 
 def _stream_events(gateway, key, body) -> tuple[int, list[str]]:
     events = []
-    with httpx.stream(
-        "POST",
-        f"{gateway.api_url}/chat/completions",
-        json={**body, "stream": True},
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=10,
-    ) as response:
+    with stream_chat(gateway.api_url, key, {**body, "stream": True}, timeout=10) as response:
         for line in response.iter_lines():
             if line.startswith("data: "):
                 events.append(line[6:])

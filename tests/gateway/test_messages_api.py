@@ -9,7 +9,7 @@ import httpx
 import orjson
 import pytest
 
-from ..support import TEST_MODEL
+from ..support import TEST_MODEL, WEATHER_PARAMETERS, WEATHER_QUESTION
 from .test_chat_api import wait_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -17,13 +17,9 @@ HI = [{"role": "user", "content": "Say hello."}]
 WEATHER = {
     "name": "get_weather",
     "description": "Weather for a city",
-    "input_schema": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
+    "input_schema": WEATHER_PARAMETERS,
 }
-ASK = [{"role": "user", "content": "What is the weather in Paris? Use get_weather."}]
+ASK = [{"role": "user", "content": WEATHER_QUESTION}]
 
 
 @pytest.fixture

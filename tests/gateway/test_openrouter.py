@@ -4,20 +4,10 @@ list, ``usage.include``, models.retrieve, and the ``/v1`` base URL without ``/ap
 import httpx
 import pytest
 
-from ..support import TEST_MODEL
+from ..support import HI, TEST_MODEL, post_chat, stream_chat
 from .test_chat_api import wait_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
-USER = [{"role": "user", "content": "hi"}]
-
-
-def _chat(gateway, key, **fields):
-    return httpx.post(
-        f"{gateway.api_url}/chat/completions",
-        headers={"Authorization": f"Bearer {key}"},
-        json={"model": TEST_MODEL, "messages": USER, **fields},
-        timeout=30,
-    )
 
 
 def test_every_documented_provider_preference_is_accepted(gateway, tenant, emulator, market):
@@ -38,7 +28,7 @@ def test_every_documented_provider_preference_is_accepted(gateway, tenant, emula
         "sort": "price",
         "max_price": {"prompt": 5, "completion": 5, "request": 0.1, "image": 0.1},
     }
-    response = _chat(gateway, tenant.key, provider=provider)
+    response = post_chat(gateway, tenant.key, provider=provider)
     assert response.status_code == 200, response.text
     assert response.json()["provider"] == "bravo"
     assert "provider" not in emulator.log()[0]["request_body_keys"]
@@ -47,13 +37,15 @@ def test_every_documented_provider_preference_is_accepted(gateway, tenant, emula
 
 
 def test_order_naming_an_unknown_provider_falls_back(gateway, tenant, emulator):
-    response = _chat(gateway, tenant.key, provider={"order": ["retired", "bravo"]})
+    response = post_chat(gateway, tenant.key, provider={"order": ["retired", "bravo"]})
     assert response.status_code == 200, response.text
     assert response.json()["provider"] == "bravo"
 
 
 def test_order_naming_an_unknown_provider_without_fallbacks_is_an_error(gateway, tenant, emulator):
-    response = _chat(gateway, tenant.key, provider={"order": ["retired"], "allow_fallbacks": False})
+    response = post_chat(
+        gateway, tenant.key, provider={"order": ["retired"], "allow_fallbacks": False}
+    )
     assert response.status_code == 400
     assert "retired" in response.json()["error"]["message"]
     assert emulator.log() == []
@@ -61,16 +53,16 @@ def test_order_naming_an_unknown_provider_without_fallbacks_is_an_error(gateway,
 
 def test_require_parameters_filters_on_supported_parameters(gateway, tenant, emulator):
     # The test catalog's endpoints support max_tokens, temperature and tools.
-    ok = _chat(gateway, tenant.key, temperature=0.5, provider={"require_parameters": True})
+    ok = post_chat(gateway, tenant.key, temperature=0.5, provider={"require_parameters": True})
     assert ok.status_code == 200, ok.text
-    refused = _chat(gateway, tenant.key, top_p=0.5, provider={"require_parameters": True})
+    refused = post_chat(gateway, tenant.key, top_p=0.5, provider={"require_parameters": True})
     assert refused.status_code == 404
     assert "top_p" in refused.json()["error"]["message"]
-    assert _chat(gateway, tenant.key, top_p=0.5).status_code == 200  # dropped-by-default
+    assert post_chat(gateway, tenant.key, top_p=0.5).status_code == 200  # dropped-by-default
 
 
 def test_models_fallback_list_plans_the_next_model(gateway, tenant, emulator):
-    response = _chat(gateway, tenant.key, model="gone/model", models=["gone/model", TEST_MODEL])
+    response = post_chat(gateway, tenant.key, model="gone/model", models=["gone/model", TEST_MODEL])
     assert response.status_code == 200, response.text
     reply = response.json()
     assert reply["model"] == TEST_MODEL
@@ -82,7 +74,7 @@ def test_models_list_without_model_uses_its_first(gateway, tenant, emulator):
     response = httpx.post(
         f"{gateway.api_url}/chat/completions",
         headers={"Authorization": f"Bearer {tenant.key}"},
-        json={"models": [TEST_MODEL], "messages": USER},
+        json={"models": [TEST_MODEL], "messages": HI},
         timeout=30,
     )
     assert response.status_code == 200, response.text
@@ -91,25 +83,20 @@ def test_models_list_without_model_uses_its_first(gateway, tenant, emulator):
 @pytest.mark.parametrize("model", [0, False, []])
 def test_a_falsy_model_beside_a_models_list_is_a_400(gateway, tenant, emulator, model):
     # It fell back to the list as if absent (found by fuzzing): only absence does.
-    response = _chat(gateway, tenant.key, model=model, models=[TEST_MODEL])
+    response = post_chat(gateway, tenant.key, model=model, models=[TEST_MODEL])
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "model"
 
 
 def test_models_fallback_all_unknown_is_the_first_models_error(gateway, tenant, emulator):
-    response = _chat(gateway, tenant.key, model="gone/a", models=["gone/b"])
+    response = post_chat(gateway, tenant.key, model="gone/a", models=["gone/b"])
     assert response.status_code == 404
     assert "gone/a" in response.json()["error"]["message"]
 
 
 def test_usage_include_streams_the_usage_chunk(gateway, tenant, emulator):
-    with httpx.stream(
-        "POST",
-        f"{gateway.api_url}/chat/completions",
-        headers={"Authorization": f"Bearer {tenant.key}"},
-        timeout=30,
-        json={"model": TEST_MODEL, "messages": USER, "stream": True, "usage": {"include": True}},
-    ) as response:
+    body = {"model": TEST_MODEL, "messages": HI, "stream": True, "usage": {"include": True}}
+    with stream_chat(gateway.api_url, tenant.key, body) as response:
         lines = [line for line in response.iter_lines() if line.startswith("data: {")]
     assert '"usage":{"prompt_tokens"' in lines[-1]
 
@@ -132,7 +119,7 @@ def test_v1_base_url_without_api(gateway, tenant, emulator):
     with OpenAI(base_url=f"{gateway.base_url}/v1", api_key=tenant.key, max_retries=0) as client:
         assert TEST_MODEL in {m.id for m in client.models.list()}
         assert client.models.retrieve(TEST_MODEL).id == TEST_MODEL
-        reply = client.chat.completions.create(model=TEST_MODEL, messages=USER)
+        reply = client.chat.completions.create(model=TEST_MODEL, messages=HI)
     assert reply.choices[0].message.content
 
 
@@ -186,7 +173,7 @@ def test_key_endpoint_reports_limit_and_spend(gateway, tenant, client):
 
     auth._cache.clear()
     auth._unknown.clear()
-    reply = client.chat.completions.create(model=TEST_MODEL, messages=USER)
+    reply = client.chat.completions.create(model=TEST_MODEL, messages=HI)
     spent = float(wait_finished(reply.id).cost_usd)
     data = httpx.get(
         f"{gateway.api_url}/key", headers={"Authorization": f"Bearer {tenant.key}"}

@@ -9,12 +9,11 @@ import jsonschema
 import pytest
 from asgiref.sync import async_to_sync
 
-from ..support import TEST_MODEL, make_tenant
+from ..support import HI, TEST_MODEL, make_tenant, post_chat
 from . import openrouter_schemas as schemas
 from .test_chat_api import wait_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
-USER = [{"role": "user", "content": "hi"}]
 
 
 def _get(gateway, path: str, key: str | None = None) -> httpx.Response:
@@ -71,7 +70,7 @@ def _learn(market) -> None:
 
 def test_endpoints_in_openrouter_shape_with_measured_figures(gateway, tenant, market):
     _learn(market)
-    wait_finished(_chat(gateway, tenant.key, provider={"order": ["bravo"]}).json()["id"])
+    wait_finished(post_chat(gateway, tenant.key, provider={"order": ["bravo"]}).json()["id"])
     path = f"/models/{TEST_MODEL}/endpoints"
     data = _valid(_get(gateway, path, tenant.key).json(), schemas.ENDPOINTS_LIST)["data"]
     assert data["id"] == TEST_MODEL
@@ -96,11 +95,11 @@ def test_endpoints_in_openrouter_shape_with_measured_figures(gateway, tenant, ma
 
 def test_a_failing_endpoint_loses_uptime_and_a_429_does_not_count(gateway, tenant, emulator):
     emulator.control("alpha", status_override=500)
-    first = _chat(gateway, tenant.key)
+    first = post_chat(gateway, tenant.key)
     assert first.json()["provider"] == "bravo"
     emulator.control("bravo", status_override=429)
     wait_finished(first.json()["id"])
-    last = wait_finished(_chat(gateway, tenant.key, provider={"order": ["bravo"]}).json()["id"])
+    last = wait_finished(post_chat(gateway, tenant.key, provider={"order": ["bravo"]}).json()["id"])
     path = f"/models/{TEST_MODEL}/endpoints"
     by_tag = {e["tag"]: e for e in _get(gateway, path, tenant.key).json()["data"]["endpoints"]}
     assert last.provider_slug in {"alpha", "charlie"}
@@ -109,17 +108,8 @@ def test_a_failing_endpoint_loses_uptime_and_a_429_does_not_count(gateway, tenan
 
 
 def _spend(client) -> float:
-    reply = client.chat.completions.create(model=TEST_MODEL, messages=USER)
+    reply = client.chat.completions.create(model=TEST_MODEL, messages=HI)
     return float(wait_finished(reply.id).cost_usd)
-
-
-def _chat(gateway, key, **fields):
-    return httpx.post(
-        f"{gateway.api_url}/chat/completions",
-        headers={"Authorization": f"Bearer {key}"},
-        json={"model": TEST_MODEL, "messages": USER, **fields},
-        timeout=30,
-    )
 
 
 @pytest.mark.parametrize("path", ["/key", "/auth/key"])

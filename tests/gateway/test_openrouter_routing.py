@@ -2,24 +2,13 @@
 ``data_collection: "deny"`` / ``zdr`` (the catalog's data policy) and
 ``preferred_max_latency`` (moved back, never excluded)."""
 
-import httpx
 import pytest
 from asgiref.sync import async_to_sync
 
-from ..support import TEST_MODEL
+from ..support import TEST_MODEL, post_chat
 from .test_chat_api import wait_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
-USER = [{"role": "user", "content": "hi"}]
-
-
-def _chat(gateway, key, **fields):
-    return httpx.post(
-        f"{gateway.api_url}/chat/completions",
-        headers={"Authorization": f"Bearer {key}"},
-        json={"model": TEST_MODEL, "messages": USER, **fields},
-        timeout=30,
-    )
 
 
 def _set_policy(market, **policies: tuple[bool, bool]) -> None:
@@ -41,27 +30,27 @@ def test_data_collection_deny_never_reaches_an_endpoint_that_keeps_data(
     _set_policy(market, alpha=(True, False), bravo=(False, False), charlie=(False, False))
     emulator.control("bravo", status_override=503)
     emulator.control("charlie", status_override=503)
-    refused = _chat(gateway, tenant.key, provider={"data_collection": "deny"})
+    refused = post_chat(gateway, tenant.key, provider={"data_collection": "deny"})
     # every private endpoint failed: alpha, which keeps data, was not tried as a fallback
     assert refused.status_code == 503, refused.text
     assert {r["provider"] for r in emulator.log()} == {"bravo", "charlie"}
     emulator.control("charlie", reset=True)
-    served = _chat(gateway, tenant.key, provider={"data_collection": "deny"})
+    served = post_chat(gateway, tenant.key, provider={"data_collection": "deny"})
     assert served.status_code == 200, served.text
     assert served.json()["provider"] == "charlie"
     assert "alpha" not in {r["provider"] for r in emulator.log()}
-    assert _chat(gateway, tenant.key).json()["provider"] == "alpha"  # without: the cheapest
+    assert post_chat(gateway, tenant.key).json()["provider"] == "alpha"  # without: the cheapest
 
 
 def test_zdr_goes_only_to_zero_retention_endpoints_and_none_is_a_404(
     gateway, tenant, emulator, market
 ):
     _set_policy(market, bravo=(False, False), charlie=(False, True))
-    served = _chat(gateway, tenant.key, provider={"zdr": True})
+    served = post_chat(gateway, tenant.key, provider={"zdr": True})
     assert served.status_code == 200, served.text
     assert served.json()["provider"] == "charlie"
     _set_policy(market, charlie=(False, False))
-    refused = _chat(gateway, tenant.key, provider={"zdr": True})
+    refused = post_chat(gateway, tenant.key, provider={"zdr": True})
     assert refused.status_code == 404
     assert refused.json()["error"]["code"] == "data_policy"
     assert [r["provider"] for r in emulator.log()] == ["charlie"]
@@ -91,16 +80,16 @@ def test_preferred_max_latency_p90_moves_a_stalling_endpoint_back_not_out(
     _learn(market, "bravo", [150] * 10)
     _learn(market, "charlie", [150] * 10)
     _refresh()
-    assert _chat(gateway, tenant.key).json()["provider"] == "alpha"
+    assert post_chat(gateway, tenant.key).json()["provider"] == "alpha"
     preferring = {"preferred_max_latency": {"p90": 1}}
-    reply = _chat(gateway, tenant.key, provider=preferring)
+    reply = post_chat(gateway, tenant.key, provider=preferring)
     assert reply.json()["provider"] == "bravo"
     reason = wait_finished(reply.json()["id"]).routing_reason
     assert reason.startswith("preferred performance: ")
     # not excluded: when the others fail, alpha still serves the call
     emulator.control("bravo", status_override=503)
     emulator.control("charlie", status_override=503)
-    fallback = _chat(gateway, tenant.key, provider=preferring)
+    fallback = post_chat(gateway, tenant.key, provider=preferring)
     assert fallback.status_code == 200, fallback.text
     assert fallback.json()["provider"] == "alpha"
     assert [r["provider"] for r in emulator.log()][-3:] == ["bravo", "charlie", "alpha"]
@@ -108,9 +97,9 @@ def test_preferred_max_latency_p90_moves_a_stalling_endpoint_back_not_out(
 
 def test_sort_as_an_object(gateway, tenant, emulator):
     sort = {"by": "price", "partition": "none"}
-    reply = _chat(gateway, tenant.key, provider={"sort": sort})
+    reply = post_chat(gateway, tenant.key, provider={"sort": sort})
     assert reply.status_code == 200, reply.text
     assert wait_finished(reply.json()["id"]).routing_reason == "sorted by price"
-    bad = _chat(gateway, tenant.key, provider={"sort": {"by": "fastest"}})
+    bad = post_chat(gateway, tenant.key, provider={"sort": {"by": "fastest"}})
     assert bad.status_code == 400
     assert bad.json()["error"]["param"] == "provider"

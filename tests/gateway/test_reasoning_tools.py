@@ -8,7 +8,7 @@ import pytest
 
 from routing.gateway.relay import ChunkRewriter
 
-from ..support import TEST_MODEL
+from ..support import TEST_MODEL, WEATHER_PARAMETERS, WEATHER_QUESTION
 from .test_chat_api import wait_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -17,14 +17,10 @@ WEATHER = {
     "function": {
         "name": "get_weather",
         "description": "Weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
+        "parameters": WEATHER_PARAMETERS,
     },
 }
-ASK = [{"role": "user", "content": "What is the weather in Paris? Use get_weather."}]
+ASK = [{"role": "user", "content": WEATHER_QUESTION}]
 
 
 def test_reasoning_kept_in_a_non_streaming_reply(client):

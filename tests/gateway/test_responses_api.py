@@ -10,7 +10,7 @@ import pytest
 
 from billing.models import Activity
 
-from ..support import TEST_MODEL
+from ..support import TEST_MODEL, WEATHER_PARAMETERS, WEATHER_QUESTION
 from .test_chat_api import wait_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -18,13 +18,9 @@ WEATHER = {
     "type": "function",
     "name": "get_weather",
     "description": "Weather for a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
+    "parameters": WEATHER_PARAMETERS,
 }
-ASK = "What is the weather in Paris? Use get_weather."
+ASK = WEATHER_QUESTION
 
 
 def test_text_reply_billed_like_a_chat_call(client, emulator):

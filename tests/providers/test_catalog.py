@@ -13,7 +13,7 @@ from providers.models import Endpoint, Model, Provider
 from providers.services import catalog_export, catalog_import
 from providers.validators import validate_upstream_url
 
-from ..support import catalog_for_tests
+from ..support import catalog_for_tests, endpoint_admin_form
 
 pytestmark = pytest.mark.django_db
 
@@ -123,22 +123,7 @@ def test_admin_post_without_the_protocol_keeps_it(admin_user):
     Endpoint.objects.filter(pk=endpoint.pk).update(protocol="anthropic_messages")
     client = Client()
     client.force_login(admin_user)
-    data = {
-        "provider": endpoint.provider_id,
-        "model": endpoint.model_id,
-        "base_url": endpoint.base_url,
-        "upstream_model": "",
-        "credential_env": "",
-        "context_length": 1000,
-        "max_output_tokens": "",
-        "supported_parameters": ["tools"],
-        "price_input": "0.1",
-        "price_cache_read": "0.01",
-        "price_cache_write": "0",
-        "price_output": "0.4",
-        "cache_ttl_s": 300,
-        "enabled": "on",
-    }
+    data = endpoint_admin_form(endpoint, upstream_model="", credential_env="", max_output_tokens="")
     response = client.post(f"/admin/providers/endpoint/{endpoint.id}/change/", data)
     assert response.status_code == 302
     endpoint.refresh_from_db()
@@ -170,24 +155,14 @@ def test_admin_edits_the_usage_dialect(admin_user):
     client.force_login(admin_user)
     page = client.get(f"/admin/providers/endpoint/{endpoint.id}/change/")
     assert b'name="usage_dialect"' in page.content
-    data = {
-        "provider": endpoint.provider_id,
-        "model": endpoint.model_id,
-        "base_url": endpoint.base_url,
-        "protocol": "openai_chat",
-        "usage_dialect": "none",
-        "upstream_model": "",
-        "credential_env": "",
-        "context_length": 1000,
-        "max_output_tokens": "",
-        "supported_parameters": ["tools"],
-        "price_input": "0.1",
-        "price_cache_read": "0.01",
-        "price_cache_write": "0",
-        "price_output": "0.4",
-        "cache_ttl_s": 300,
-        "enabled": "on",
-    }
+    data = endpoint_admin_form(
+        endpoint,
+        protocol="openai_chat",
+        usage_dialect="none",
+        upstream_model="",
+        credential_env="",
+        max_output_tokens="",
+    )
     assert client.post(f"/admin/providers/endpoint/{endpoint.id}/change/", data).status_code == 302
     endpoint.refresh_from_db()
     assert endpoint.usage_dialect == "none"

@@ -8,7 +8,7 @@ from django.test import Client
 from providers.models import Endpoint
 from providers.services import catalog_export, catalog_import
 
-from ..support import catalog_for_tests
+from ..support import catalog_for_tests, endpoint_admin_form
 
 pytestmark = pytest.mark.django_db
 
@@ -61,21 +61,7 @@ def test_routing_sees_the_policy():
 
 
 def _form(endpoint: Endpoint, **extra: str) -> dict:
-    return {
-        "provider": endpoint.provider_id,
-        "model": endpoint.model_id,
-        "base_url": endpoint.base_url,
-        "protocol": "openai_chat",
-        "context_length": 1000,
-        "supported_parameters": ["tools"],
-        "price_input": "0.1",
-        "price_cache_read": "0.01",
-        "price_cache_write": "0",
-        "price_output": "0.4",
-        "cache_ttl_s": 300,
-        "enabled": "on",
-        **extra,
-    }
+    return endpoint_admin_form(endpoint, **{"protocol": "openai_chat", **extra})
 
 
 def test_admin_edits_lists_and_filters_the_policy(admin_user):

@@ -55,6 +55,19 @@ def _post(gateway, key: str, **body) -> httpx.Response:
     )
 
 
+def _spent_before(tenant, cost_usd: str) -> None:
+    """A call of the key's, this month, that cost ``cost_usd``."""
+    Activity.objects.create(
+        request_id="gen-before",
+        organisation=tenant.organisation,
+        api_key=tenant.api_key,
+        model_slug=TEST_MODEL,
+        status="success",
+        cost_usd=Decimal(cost_usd),
+        created_at=timezone.now(),
+    )
+
+
 def _long_replies(emulator, tokens: int) -> None:
     """Every provider answers ``tokens`` completion tokens, fast."""
     for slug in ("alpha", "bravo", "charlie"):
@@ -120,15 +133,7 @@ def test_an_organisation_budget_holds_across_two_keys(gateway, tenant, emulator)
 
 def test_402_is_openai_shaped_and_names_what_is_left(gateway, tenant):
     _set(tenant.api_key, monthly_limit_usd=Decimal("1.00"))
-    Activity.objects.create(
-        request_id="gen-before",
-        organisation=tenant.organisation,
-        api_key=tenant.api_key,
-        model_slug=TEST_MODEL,
-        status="success",
-        cost_usd=Decimal("0.9995"),
-        created_at=timezone.now(),
-    )
+    _spent_before(tenant, "0.9995")
     reply = _post(gateway, tenant.key, max_tokens=10_000)  # up to $0.009 at charlie
     assert reply.status_code == 402
     error = reply.json()["error"]
@@ -324,15 +329,7 @@ def test_alerts_at_80_and_100_percent_are_sent_once(
     tenant.organisation.alert_webhook_url = receiver.url
     tenant.organisation.save()
     _set(tenant.api_key, monthly_limit_usd=Decimal("0.01"))
-    Activity.objects.create(
-        request_id="gen-before",
-        organisation=tenant.organisation,
-        api_key=tenant.api_key,
-        model_slug=TEST_MODEL,
-        status="success",
-        cost_usd=Decimal("0.0079"),
-        created_at=timezone.now(),
-    )
+    _spent_before(tenant, "0.0079")
     _long_replies(emulator, 500)  # $0.0002 a call: past 80% after the first
     try:
         for _ in range(3):

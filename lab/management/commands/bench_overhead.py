@@ -16,6 +16,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from lab.benchmark.database import fresh_sqlite_file
 from lab.benchmark.procs import cpu_model, cpu_reference_ms
 from lab.benchmark.report import table
 from lab.benchmark.run import MODES, SERVERS, Options, find_litellm, run
@@ -90,13 +91,8 @@ class Command(BaseCommand):
     def _database_url(self, base: Path) -> str | None:
         """Production settings' database when DATABASE_URL selects one, else a fresh
         SQLite file under var/bench/ (never the development database)."""
-        if not settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-            return None
-        path = base / "var" / "bench" / "bench.sqlite3"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-        return f"sqlite:///{path}"
+        path = fresh_sqlite_file(settings.DATABASES["default"], base, "bench")
+        return None if path is None else f"sqlite:///{path}"
 
     def handle(self, *args, **options):
         base = Path(settings.BASE_DIR)

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from lab.benchmark.database import fresh_sqlite_file
 from lab.benchmark.loadtest import SCENARIOS, Options, run
 from lab.management.commands.bench_overhead import gateway_workers
 
@@ -41,12 +42,9 @@ class Command(BaseCommand):
 
     def _sqlite_file(self, base: Path) -> str | None:
         """With SQLite: a fresh file under var/loadtest/ for the gateway and this process."""
-        if not settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        path = fresh_sqlite_file(settings.DATABASES["default"], base, "loadtest")
+        if path is None:
             return None
-        path = base / "var" / "loadtest" / "loadtest.sqlite3"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
         connection = connections["default"]
         connection.close()
         connection.settings_dict["NAME"] = str(path)
