@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.db.models import Count, Q, QuerySet, Sum
 from django.http import Http404
 
-from ..models import Activity, RejectedRequest
+from ..models import Activity, CallBody, RejectedRequest
 from ..money import decimal_str
 from .common import ActivityFilters, in_days, matching, savings_of, savings_sums
 
@@ -35,6 +35,13 @@ def activity_get(*, organisation_id: int, request_id: str) -> Activity:
     if activity is None:
         raise Http404("No such generation.")
     return activity
+
+
+def call_body_get(*, organisation_id: int, request_id: str) -> CallBody | None:
+    """The kept request and reply of one of the organisation's calls (None: not kept:
+    body logging off, expired, or another organisation's call)."""
+    bodies = CallBody.objects.for_organisation(organisation_id)
+    return bodies.filter(request_id=request_id).first()
 
 
 def generation_get(*, organisation_id: int, request_id: str) -> Activity | None:
