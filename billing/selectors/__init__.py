@@ -16,8 +16,10 @@ reads are named ``unscoped_…`` (``staff``, and the invitation a link token nam
 """
 
 from .activity import (
+    CALL_KIND,
     CSV_COLUMNS,
     REJECTED_CSV_COLUMNS,
+    REJECTED_KIND,
     activity_csv_rows,
     activity_filter_choices,
     activity_get,
@@ -28,9 +30,11 @@ from .activity import (
     generation_get,
     keyset_after,
     keyset_chunks,
+    mixed_page_after,
     rejected_csv_rows,
     rejected_get,
     rejected_list,
+    row_kind,
 )
 from .balance import api_key_usage, organisation_usage
 from .common import PROMPT_BUCKETS, ActivityFilters, day_start, for_organisation, month_start
@@ -82,10 +86,12 @@ from .usage import (
 )
 
 __all__ = [
+    "CALL_KIND",
     "CSV_COLUMNS",
     "EMPTY_USAGE",
     "PROMPT_BUCKETS",
     "REJECTED_CSV_COLUMNS",
+    "REJECTED_KIND",
     "ActivityFilters",
     "CreditSummary",
     "SpeedPremium",
@@ -118,6 +124,7 @@ __all__ = [
     "membership_for_user",
     "membership_get",
     "membership_list",
+    "mixed_page_after",
     "month_start",
     "monthly_statement",
     "organisation_for_user",
@@ -128,6 +135,7 @@ __all__ = [
     "rejected_csv_rows",
     "rejected_get",
     "rejected_list",
+    "row_kind",
     "speed_premium",
     "spend_alerts_recent",
     "spend_since",

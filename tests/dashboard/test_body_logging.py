@@ -171,3 +171,23 @@ def test_switching_on_reaches_the_gateway_key_cache(transactional_db):
     auth.forget_cached_key(tenant.api_key.prefix)
     principal = async_to_sync(auth.authenticate)(f"Bearer {tenant.key}")
     assert principal is not None and principal.log_bodies is True
+
+
+def test_a_messages_api_call_is_kept_and_still_answered_in_anthropics_shape(gateway, tenant):
+    """The tap sits between the call and the Messages responder: the client still gets
+    Anthropic events; the reply kept is the call's (OpenAI form) completion."""
+    import anthropic
+
+    _switch_on(tenant)
+    with anthropic.Anthropic(
+        base_url=f"{gateway.base_url}/api", api_key=tenant.key, max_retries=0
+    ) as claude:
+        prompt = [{"role": "user", "content": "Say hello from Messages."}]
+        with claude.messages.stream(model=TEST_MODEL, max_tokens=50, messages=prompt) as stream:
+            text = "".join(stream.text_stream)
+    assert text
+    wait_finished_rows(1)
+    wait_background_idle()
+    kept = CallBody.objects.for_organisation(tenant.organisation).get()
+    assert "Say hello from Messages." in kept.request_body
+    assert '"chat.completion"' in kept.response_body and text[:20] in kept.response_body
