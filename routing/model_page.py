@@ -11,6 +11,7 @@ every organisation's calls (``routing.endpoint_stats.unscoped_uptime``, the figu
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -22,6 +23,8 @@ from .endpoint_stats import unscoped_uptime
 from .health import speed_by_bucket
 
 PRICE_NAMES = ("input", "output", "cache_read", "cache_write")
+PAGE_TTL_S = 30.0
+MAX_RECENT_PAGES = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,10 @@ class ModelPage:
     @property
     def cheapest_input(self) -> ProviderOffer | None:
         return min(self.offers, key=lambda o: o.prices_per_1m["input"], default=None)
+
+
+# slug -> (expires at (monotonic), the page or None): public_model_page's short cache.
+_recent_pages: dict[str, tuple[float, ModelPage | None]] = {}
 
 
 def _serving_endpoints() -> QuerySet:
@@ -76,7 +83,25 @@ def _offer(endpoint: Endpoint, uptime: dict[str, float | None]) -> ProviderOffer
 
 
 def public_model_page(slug: str) -> ModelPage | None:
-    """The model's page, None for a model no customer can call."""
+    """The model's page, None for a model no customer can call. Read at most once per
+    ``PAGE_TTL_S`` per slug and process: the page needs no login, and its uptime sums a
+    day of attempts."""
+    now = time.monotonic()
+    hit = _recent_pages.get(slug)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    page = _read_model_page(slug)
+    if len(_recent_pages) >= MAX_RECENT_PAGES:  # made-up slugs cannot grow it
+        _recent_pages.clear()
+    _recent_pages[slug] = (now + PAGE_TTL_S, page)
+    return page
+
+
+def forget_model_pages() -> None:
+    _recent_pages.clear()
+
+
+def _read_model_page(slug: str) -> ModelPage | None:
     model = public_model_list().filter(slug=slug).first()
     if model is None:
         return None

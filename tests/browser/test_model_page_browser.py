@@ -13,6 +13,7 @@ from django.utils import timezone
 from billing.bodies import CallBodies
 from billing.models import Attempt
 from billing.services import call_bodies_store, organisation_set_body_logging
+from routing.model_page import forget_model_pages
 from routing.models import SpeedSample
 
 from ..dashboard.helpers import finished_call, install_test_catalog, login
@@ -53,6 +54,7 @@ def _json(value: dict) -> str:
 
 
 def _pages() -> dict[str, str]:
+    forget_model_pages()
     endpoints = install_test_catalog()
     for endpoint, bucket, ttft in (
         ("alpha", "<8k", 420),

@@ -11,6 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from billing.models import Activity, Attempt
+from routing.model_page import PAGE_TTL_S, forget_model_pages
 from routing.models import SpeedSample
 
 from ..support import TEST_MODEL, make_tenant
@@ -44,6 +45,11 @@ def _attempts(tenant, endpoint, outcomes: list[str]) -> None:
             http_status=None if outcome == "success" else 500,
             error_message="Acme-secret-error" if outcome != "success" else "",
         )
+
+
+@pytest.fixture(autouse=True)
+def fresh_pages():
+    forget_model_pages()  # each test's catalog and measurements, not a page cached before
 
 
 @pytest.fixture
@@ -117,3 +123,10 @@ def test_the_dashboard_links_the_models(measured):
 
 def test_a_post_is_refused(measured):
     assert Client().post(PAGE).status_code == 405
+
+
+def test_the_page_is_read_at_most_once_per_ttl(measured, django_assert_num_queries):
+    assert Client().get(PAGE).status_code == 200
+    with django_assert_num_queries(0):
+        assert Client().get(PAGE).status_code == 200  # served from the short cache
+    assert PAGE_TTL_S <= 60
