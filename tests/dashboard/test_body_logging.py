@@ -17,7 +17,7 @@ from billing.services import call_bodies_store, member_add, organisation_set_bod
 from billing.tasks import call_bodies_purge_task
 
 from ..support import TEST_MODEL, make_tenant, wait_background_idle, wait_finished_rows
-from .helpers import login
+from .helpers import finished_call, install_test_catalog, login
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
 
@@ -110,10 +110,27 @@ def test_only_owners_switch_it(db):
     assert tenant.organisation.log_bodies is False
 
 
-def test_admin_does_not_list_bodies():
+def test_the_admin_neither_lists_bodies_nor_switches_logging(db):
     from django.contrib import admin
 
+    from billing.models import Organisation
+
     assert CallBody not in admin.site._registry
+    organisation_admin = admin.site._registry[Organisation]
+    assert {"log_bodies", "body_retention_days"} <= set(organisation_admin.readonly_fields)
+
+
+def test_a_kept_body_is_escaped_on_the_page(db):
+    tenant = make_tenant("Escape")
+    organisation_set_body_logging(
+        organisation=tenant.organisation, log_bodies=True, retention_days=7
+    )
+    call = finished_call(
+        tenant, "gen-html", endpoint=install_test_catalog()["alpha"], prompt=10, completion=5
+    )
+    _kept(tenant, "gen-html", age=timedelta(0), text='{"content": "<script>alert(1)</script>"}')
+    page = login(tenant.user).get(f"/activity/{call.request_id}/").content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert(1)" not in page
 
 
 def _kept(tenant, request_id: str, *, age: timedelta, text: str = "{}") -> None:
