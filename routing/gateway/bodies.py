@@ -11,6 +11,8 @@ streamed reply is assembled into one completion), redacts, caps and stores them
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -24,6 +26,7 @@ from .accept import Accepted
 from .assemble import CompletionAssembler
 from .respond import Responder
 
+logger = logging.getLogger(__name__)
 # Raw reply bytes kept: SSE framing and per-chunk ids take several times the text.
 CAPTURE_MAX_BYTES = 8 * BODY_MAX_CHARS
 INDENT = orjson.OPT_INDENT_2
@@ -87,8 +90,8 @@ def queue_bodies(accepted: Accepted, out: Responder) -> None:
 
 def sse_reply_text(raw: bytes) -> str:
     """A streamed reply as one assembled completion (JSON), with the stream's error if
-    it ended with one; the raw text if it is not SSE of chat chunks."""
-    assembler, error = CompletionAssembler(), None
+    it ended with one; the raw text if it holds no chat chunk."""
+    assembler, error, chunks = CompletionAssembler(), None, 0
     for line in raw.split(b"\n"):
         if not line.startswith(b"data: ") or line == b"data: [DONE]":
             continue
@@ -99,10 +102,22 @@ def sse_reply_text(raw: bytes) -> str:
         if isinstance(chunk, dict):
             error = chunk.get("error") or error
             assembler.add(chunk)
+            chunks += 1
+    if not chunks:
+        return raw.decode("utf-8", "replace")
     completion = assembler.completion()
     if error is not None:
         completion["error"] = error
     return orjson.dumps(completion, option=INDENT).decode()
+
+
+def request_text(body: dict[str, Any]) -> str:
+    """The request indented (Python's encoder for what orjson refuses: integers beyond
+    64 bits)."""
+    try:
+        return orjson.dumps(body, option=INDENT).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(body, indent=2, default=str)
 
 
 def json_text(raw: bytes) -> str:
@@ -117,7 +132,7 @@ def prepared(accepted: Accepted, tap: ReplyTap) -> CallBodies:
     """The call's bodies as text (runs in the writer's thread)."""
     raw = b"".join(tap.parts)
     reply = sse_reply_text(raw) if tap.sse else json_text(raw)
-    request = orjson.dumps(accepted.chat.body, option=INDENT).decode()
+    request = request_text(accepted.chat.body)
     return CallBodies(
         organisation_id=accepted.principal.organisation_id,
         request_id=accepted.request_id,
@@ -131,7 +146,13 @@ def prepared(accepted: Accepted, tap: ReplyTap) -> CallBodies:
 def _store(batch: list[tuple[Accepted, ReplyTap]]) -> None:
     from billing.services import call_bodies_store
 
-    call_bodies_store(bodies=[prepared(accepted, tap) for accepted, tap in batch])
+    bodies = []
+    for accepted, tap in batch:
+        try:
+            bodies.append(prepared(accepted, tap))
+        except Exception:  # one odd body must not cost the batch; never log its text
+            logger.warning("bodies of %s could not be prepared", accepted.request_id)
+    call_bodies_store(bodies=bodies)
 
 
 _store_in_thread = db_call(_store)

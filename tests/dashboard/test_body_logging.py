@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import httpx
+import orjson
 from django.utils import timezone
 
 from billing import selectors
@@ -208,3 +209,21 @@ def test_a_messages_api_call_is_kept_and_still_answered_in_anthropics_shape(gate
     kept = CallBody.objects.for_organisation(tenant.organisation).get()
     assert "Say hello from Messages." in kept.request_body
     assert '"chat.completion"' in kept.response_body and text[:20] in kept.response_body
+
+
+def _sse(*chunks: dict) -> bytes:
+    return b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def test_a_streamed_reply_is_assembled_and_an_odd_one_kept_as_it_is():
+    from routing.gateway.bodies import json_text, request_text, sse_reply_text
+
+    hello = {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}
+    rest = {"choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]}
+    assembled = orjson.loads(sse_reply_text(b": PROCESSING\n\n" + _sse(hello, rest)))
+    assert assembled["choices"][0]["message"]["content"] == "Hello"
+    cut = {"error": {"message": "upstream cut"}, "choices": []}
+    assert orjson.loads(sse_reply_text(_sse(hello, cut)))["error"]["message"] == "upstream cut"
+    assert sse_reply_text(b"not sse at all") == "not sse at all"
+    assert json_text(b'{"cut": "in the mid') == '{"cut": "in the mid'
+    assert "1180591620717411303424" in request_text({"seed": 2**70})  # beyond orjson's ints
