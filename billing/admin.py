@@ -42,7 +42,9 @@ class OrganisationAdmin(admin.ModelAdmin):
     )
     search_fields = ("slug", "name")
     inlines = [MembershipInline]
-    readonly_fields = ("credit_total_usd",)  # the sum of its credit entries
+    # credit_total_usd: the sum of its credit entries. Body logging is the customer's
+    # owner's choice (their consent to keep prompts): the operator sees it, cannot set it.
+    readonly_fields = ("credit_total_usd", "log_bodies", "body_retention_days")
 
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)

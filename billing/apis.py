@@ -23,6 +23,7 @@ from . import selectors
 from .drf import ApiKeyAuthentication
 from .forms import ActivityFilterForm
 from .money import decimal_str
+from .selectors.activity import MixedCursor
 
 REJECTED_ID_PREFIX = "rej-"
 DEFAULT_LIMIT = 100
@@ -108,6 +109,45 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         raise ValidationError({"cursor": ["Invalid cursor: pass back a next_cursor."]}) from None
 
 
+def encode_mixed_cursor(row) -> str:
+    """The cursor after ``row`` of a mixed listing: its time, kind and id."""
+    raw = f"{row.created_at.isoformat()}|{selectors.row_kind(row)}|{row.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_mixed_cursor(cursor: str) -> MixedCursor:
+    """The (created_at, kind, id) a mixed listing's cursor points after; a calls-only
+    cursor points after a call. ValidationError if it is not ours."""
+    invalid = ValidationError({"cursor": ["Invalid cursor: pass back a next_cursor."]})
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise invalid from None
+    created_at, _, rest = raw.partition("|")
+    kind, _, pk = rest.rpartition("|")
+    if kind not in ("", selectors.CALL_KIND, selectors.REJECTED_KIND):
+        raise invalid
+    try:
+        return datetime.fromisoformat(created_at), kind or selectors.CALL_KIND, int(pk)
+    except ValueError:
+        raise invalid from None
+
+
+TRUE_WORDS, FALSE_WORDS = ("true", "1", "yes"), ("false", "0", "no", "")
+
+
+def _include_rejected(value: str | None, form: ActivityFilterForm) -> bool:
+    """``include_rejected``: true or false (default); refused requests have no call
+    status, so it does not combine with a status filter other than "rejected"."""
+    word = (value or "").strip().lower()
+    if word not in TRUE_WORDS + FALSE_WORDS:
+        raise ValidationError({"include_rejected": ["Enter true or false."]})
+    if word in TRUE_WORDS and form.filters().status:
+        message = "Refused requests have no call status: drop status, or use status=rejected."
+        raise ValidationError({"include_rejected": [message]})
+    return word in TRUE_WORDS
+
+
 def _limit(value: str | None) -> int:
     if value in (None, ""):
         return DEFAULT_LIMIT
@@ -125,7 +165,8 @@ class ActivityListApi(APIView):
     default 100) per page with ``cursor`` pagination, and the totals of every call the
     filters select (the dashboard's filters: date_from, date_to, model, provider,
     api_key, status, request_id); ``status=rejected`` lists refused requests instead
-    (rows with ``kind: "rejected"``, same pagination)."""
+    (rows with ``kind: "rejected"``, same pagination); ``include_rejected=true`` lists
+    both in one, newest first."""
 
     authentication_classes = [ApiKeyAuthentication]
 
@@ -136,9 +177,14 @@ class ActivityListApi(APIView):
         if not form.is_valid():
             raise ValidationError(form.errors.get_json_data())
         limit = _limit(params.get("limit"))
-        after = decode_cursor(params["cursor"]) if params.get("cursor") else None
+        cursor = params.get("cursor") or None
         if form.rejected:
+            after = decode_cursor(cursor) if cursor else None
             return Response(_rejected_page(organisation_id, form, after=after, limit=limit))
+        if _include_rejected(params.get("include_rejected"), form):
+            after_mixed = decode_mixed_cursor(cursor) if cursor else None
+            return Response(_mixed_page(organisation_id, form, after=after_mixed, limit=limit))
+        after = decode_cursor(cursor) if cursor else None
         return Response(_calls_page(organisation_id, form, after=after, limit=limit))
 
 
@@ -161,8 +207,13 @@ def _calls_page(
     rows, has_more = [], False  # no scan for a filter combination without rows
     if totals["calls"]:
         rows, has_more = selectors.activity_page_after(queryset, after=after, limit=limit)
+    summary = _calls_summary(totals)
+    return _page(ActivityRowSerializer(rows, many=True).data, rows, has_more, summary)
+
+
+def _calls_summary(totals: dict) -> dict:
     savings = totals["savings"]
-    summary = {
+    return {
         "calls": totals["calls"],
         "total_cost": decimal_str(totals["cost"]),
         "saved_vs_list": _money_or_none(savings.vs_list),
@@ -171,7 +222,36 @@ def _calls_page(
         "tokens_cached": totals["cached"],
         "tokens_completion": totals["completion"],
     }
-    return _page(ActivityRowSerializer(rows, many=True).data, rows, has_more, summary)
+
+
+def _mixed_page(
+    organisation_id: int, form: ActivityFilterForm, *, after: MixedCursor | None, limit: int
+) -> dict:
+    """``include_rejected=true``: calls and refused requests in one listing, newest
+    first (``kind`` tells them apart); the totals are the calls' plus ``rejected``. A
+    provider or request id filter selects no rejection (they have neither)."""
+    filters = form.filters()
+    calls = selectors.activity_list(organisation_id=organisation_id, filters=filters)
+    rejected = selectors.rejected_list(organisation_id=organisation_id, filters=filters)
+    if filters.provider or filters.request_id:
+        rejected = rejected.none()
+    totals = selectors.usage_totals(organisation_id=organisation_id, filters=filters)
+    if not totals["calls"]:
+        calls = calls.none()  # no scan for a filter combination without calls
+    rows, has_more = selectors.mixed_page_after(calls, rejected, after=after, limit=limit)
+    summary = {**_calls_summary(totals), "rejected": rejected.count()}
+    return {
+        "data": [_row_data(row) for row in rows],
+        "has_more": has_more,
+        "next_cursor": encode_mixed_cursor(rows[-1]) if has_more else None,
+        "totals": summary,
+    }
+
+
+def _row_data(row) -> dict:
+    if selectors.row_kind(row) == selectors.REJECTED_KIND:
+        return RejectedRowSerializer(row).data
+    return ActivityRowSerializer(row).data
 
 
 def _rejected_page(

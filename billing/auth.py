@@ -47,6 +47,7 @@ class KeyPrincipal:
     max_concurrent: int | None = None
     prepaid: bool = False  # the organisation draws on its credit balance
     credit_total_usd: Decimal = Decimal(0)  # its credits (the credit budget's limit)
+    log_bodies: bool = False  # the organisation keeps its calls' bodies (billing.bodies)
 
     @property
     def has_quota(self) -> bool:
@@ -105,6 +106,7 @@ def _load(prefix: str) -> KeyPrincipal | None:
             "max_concurrent",
             "organisation__prepaid",
             "organisation__credit_total_usd",
+            "organisation__log_bodies",
         )
         .first()
     )
@@ -126,6 +128,7 @@ def _load(prefix: str) -> KeyPrincipal | None:
         max_concurrent=row["max_concurrent"],
         prepaid=row["organisation__prepaid"],
         credit_total_usd=row["organisation__credit_total_usd"],
+        log_bodies=row["organisation__log_bodies"],
     )
 
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from providers.models import ModelAlias
 from providers.validators import check_upstream_host
 
+from .bodies import RETENTION_DAYS_MAX
 from .models import Activity, Membership
 from .selectors import ActivityFilters, api_key_choices, catalog_model_slugs, filter_choices
 from .services import KEY_LIMIT_FIELDS
@@ -255,6 +256,26 @@ class OrganisationLimitsForm(forms.Form):
         if url:
             check_upstream_host(urlsplit(url).hostname or "")
         return url
+
+
+class BodyLoggingForm(forms.Form):
+    """Whether the organisation keeps its calls' request and reply bodies, and for how
+    many days (owners; billing.bodies)."""
+
+    log_bodies = forms.BooleanField(
+        required=False, label="Keep request and response bodies of calls"
+    )
+    retention_days = forms.IntegerField(
+        min_value=1, max_value=RETENTION_DAYS_MAX, label="Keep them for (days)"
+    )
+
+    @classmethod
+    def for_organisation(cls, organisation) -> BodyLoggingForm:
+        initial = {
+            "log_bodies": organisation.log_bodies,
+            "retention_days": organisation.body_retention_days,
+        }
+        return cls(initial=initial)
 
 
 class MemberInviteForm(forms.Form):

@@ -31,6 +31,11 @@ class Organisation(models.Model):
     # billing.services.credit_entry_create: the limit of the credit budget, travels with
     # the key (billing.auth) so the request path reads nothing new.
     credit_total_usd = models.DecimalField(max_digits=20, decimal_places=10, default=Decimal(0))
+    # Opt-in body logging (docs/dashboard.md, "Request and response bodies"): the owner
+    # switches on keeping each call's request and reply (redacted, capped), for
+    # ``body_retention_days`` days. Travels with the key (billing.auth).
+    log_bodies = models.BooleanField(default=False)
+    body_retention_days = models.PositiveSmallIntegerField(default=7)
 
     def __str__(self) -> str:
         return self.slug
@@ -482,3 +487,25 @@ class CreditEntry(TenantData):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.amount_usd} at {self.created_at:%Y-%m-%d}"
+
+
+class CallBody(TenantData):
+    """The request and reply of one call, kept when its organisation opted in
+    (``Organisation.log_bodies``): redacted of key-like strings and capped at
+    ``BODY_MAX_CHARS`` each (billing.bodies). Written by the gateway's background writer
+    after the call; found by the call's request id; deleted after the organisation's
+    ``body_retention_days``. Not in the admin: only the organisation's members see it."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
+    request_id = models.CharField(max_length=64, unique=True)
+    request_body = models.TextField(blank=True)
+    response_body = models.TextField(blank=True)
+    request_truncated = models.BooleanField(default=False)
+    response_truncated = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["organisation", "created_at"], name="callbody_org_created")]
+
+    def __str__(self) -> str:
+        return f"bodies of {self.request_id}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
@@ -11,9 +12,11 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from . import invitations
+from .bodies import RETENTION_DAYS_MAX, CallBodies, capped
 from .keys import generate_key
 from .models import (
     ApiKey,
+    CallBody,
     CreditEntry,
     Invitation,
     Membership,
@@ -164,6 +167,56 @@ def organisation_set_prepaid(*, organisation: Organisation, prepaid: bool) -> Or
     organisation.save(update_fields=["prepaid"])
     _publish_organisation_keys_changed(organisation.id)
     return organisation
+
+
+def organisation_set_body_logging(
+    *, organisation: Organisation, log_bodies: bool, retention_days: int
+) -> Organisation:
+    """Switch keeping calls' request and reply bodies on or off (off by default) and
+    set how many days they are kept (1 to ``RETENTION_DAYS_MAX``). Every gateway
+    process drops the organisation's keys from its cache, so the change applies to the
+    next calls within a second. Bodies kept before stay until their retention ends."""
+    if not 1 <= retention_days <= RETENTION_DAYS_MAX:
+        raise ValueError(f"retention is 1 to {RETENTION_DAYS_MAX} days")
+    organisation.log_bodies = log_bodies
+    organisation.body_retention_days = retention_days
+    organisation.save(update_fields=["log_bodies", "body_retention_days"])
+    _publish_organisation_keys_changed(organisation.id)
+    return organisation
+
+
+def call_bodies_store(*, bodies: list[CallBodies]) -> int:
+    """Keep calls' bodies (the gateway's background writer, after the calls), each
+    redacted and capped (billing.bodies); a request id kept already is left as it is."""
+    rows = [_call_body_row(item) for item in bodies]
+    CallBody.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def _call_body_row(item: CallBodies) -> CallBody:
+    request = capped(item.request_text)
+    response = capped(item.response_text, item.response_cut)
+    return CallBody(
+        organisation_id=item.organisation_id,
+        request_id=item.request_id[:64],
+        request_body=request.text,
+        request_truncated=request.truncated,
+        response_body=response.text,
+        response_truncated=response.truncated,
+        created_at=item.created_at,
+    )
+
+
+def call_bodies_purge(*, now=None) -> int:
+    """Delete the bodies older than their organisation's retention (each organisation's
+    own rows, by its own setting); returns how many were deleted."""
+    now = now or timezone.now()
+    deleted = 0
+    for organisation in Organisation.objects.only("id", "body_retention_days"):
+        cutoff = now - timedelta(days=organisation.body_retention_days)
+        expired = CallBody.objects.for_organisation(organisation).filter(created_at__lt=cutoff)
+        deleted += expired.delete()[0]
+    return deleted
 
 
 @transaction.atomic

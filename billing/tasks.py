@@ -63,3 +63,11 @@ def activity_archive_task() -> int:
     from .retention import activity_archive_expired
 
     return activity_archive_expired(max_rows=1_000_000).deleted
+
+
+@shared_task(name="billing.call_bodies_purge")
+def call_bodies_purge_task() -> int:
+    """Delete kept request/reply bodies past their organisation's retention."""
+    from .services import call_bodies_purge
+
+    return call_bodies_purge()

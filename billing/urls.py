@@ -22,6 +22,7 @@ urlpatterns = [
     path("keys/<int:key_id>/limit/", views.api_key_limit_view, name="key-limit"),
     path("keys/<int:key_id>/settings/", views.api_key_settings_view, name="key-settings"),
     path("keys/organisation-limits/", views.organisation_limits_view, name="org-limits"),
+    path("keys/body-logging/", views.organisation_body_logging_view, name="org-body-logging"),
     path("members/", views.members_view, name="members"),
     path("members/<int:membership_id>/role/", views.member_role_view, name="member-role"),
     path("members/<int:membership_id>/remove/", views.member_remove_view, name="member-remove"),

@@ -100,6 +100,14 @@ class ActivityApiSchema(OpenApiViewExtension):
             )
         )
         params += [OpenApiParameter(name, str) for name in ("date_from", "date_to")]
+        params.append(
+            OpenApiParameter(
+                "include_rejected",
+                bool,
+                description="true: refused requests (kind rejected) among the calls, newest "
+                "first; not with a call status filter",
+            )
+        )
 
         class Documented(self.target_class):
             @extend_schema(

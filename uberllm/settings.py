@@ -525,6 +525,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(minute=40),
         "options": {"expires": 3600},
     },
+    # Opt-in body logging: delete bodies past each organisation's retention days.
+    "call-bodies-purge": {
+        "task": "billing.call_bodies_purge",
+        "schedule": crontab(minute=50),
+        "options": {"expires": 3600},
+    },
     # R3.4: open each UTC day's hedge budget at 00:00 (and every hour, harmlessly).
     "hedge-budget-open-day": {
         "task": "routing.hedge_budget_open_day",

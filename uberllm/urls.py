@@ -7,6 +7,7 @@ from django.views import csrf, defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from routing.errors import GatewayError
+from routing.model_page_views import public_model_view, public_models_view
 from routing.operator import operator_overview_view
 from routing.views import api_not_found, api_server_error
 
@@ -59,6 +60,9 @@ urlpatterns = [
     # finders: no collectstatic step, no sync-only middleware in the chain.
     re_path(r"^static/(?P<path>.+)$", static_file),
     path("operator/", operator_overview_view, name="operator"),
+    # Public model pages (no login): providers, prices, TTFT by prompt size, uptime.
+    path("models/", public_models_view, name="models"),
+    path("models/<path:slug>", public_model_view, name="model-page"),
     path("", include("billing.urls")),
 ]
 

@@ -16,20 +16,25 @@ reads are named ``unscoped_…`` (``staff``, and the invitation a link token nam
 """
 
 from .activity import (
+    CALL_KIND,
     CSV_COLUMNS,
     REJECTED_CSV_COLUMNS,
+    REJECTED_KIND,
     activity_csv_rows,
     activity_filter_choices,
     activity_get,
     activity_list,
     activity_page_after,
     activity_totals,
+    call_body_get,
     generation_get,
     keyset_after,
     keyset_chunks,
+    mixed_page_after,
     rejected_csv_rows,
     rejected_get,
     rejected_list,
+    row_kind,
 )
 from .balance import api_key_usage, organisation_usage
 from .common import PROMPT_BUCKETS, ActivityFilters, day_start, for_organisation, month_start
@@ -81,10 +86,12 @@ from .usage import (
 )
 
 __all__ = [
+    "CALL_KIND",
     "CSV_COLUMNS",
     "EMPTY_USAGE",
     "PROMPT_BUCKETS",
     "REJECTED_CSV_COLUMNS",
+    "REJECTED_KIND",
     "ActivityFilters",
     "CreditSummary",
     "SpeedPremium",
@@ -102,6 +109,7 @@ __all__ = [
     "api_key_month_spend",
     "api_key_names",
     "api_key_usage",
+    "call_body_get",
     "catalog_model_slugs",
     "credit_summary",
     "credits_before",
@@ -116,6 +124,7 @@ __all__ = [
     "membership_for_user",
     "membership_get",
     "membership_list",
+    "mixed_page_after",
     "month_start",
     "monthly_statement",
     "organisation_for_user",
@@ -126,6 +135,7 @@ __all__ = [
     "rejected_csv_rows",
     "rejected_get",
     "rejected_list",
+    "row_kind",
     "speed_premium",
     "spend_alerts_recent",
     "spend_since",

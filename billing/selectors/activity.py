@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.db.models import Count, Q, QuerySet, Sum
 from django.http import Http404
 
-from ..models import Activity, RejectedRequest
+from ..models import Activity, CallBody, RejectedRequest
 from ..money import decimal_str
 from .common import ActivityFilters, in_days, matching, savings_of, savings_sums
 
@@ -35,6 +35,13 @@ def activity_get(*, organisation_id: int, request_id: str) -> Activity:
     if activity is None:
         raise Http404("No such generation.")
     return activity
+
+
+def call_body_get(*, organisation_id: int, request_id: str) -> CallBody | None:
+    """The kept request and reply of one of the organisation's calls (None: not kept:
+    body logging off, expired, or another organisation's call)."""
+    bodies = CallBody.objects.for_organisation(organisation_id)
+    return bodies.filter(request_id=request_id).first()
 
 
 def generation_get(*, organisation_id: int, request_id: str) -> Activity | None:
@@ -204,3 +211,39 @@ def activity_page_after(
         queryset = queryset.filter(keyset_after(*after))
     rows = list(queryset[: limit + 1])
     return rows[:limit], len(rows) > limit
+
+
+CALL_KIND, REJECTED_KIND = "call", "rejected"
+# A mixed listing's cursor: the last row's creation time, kind and id.
+MixedCursor = tuple[datetime, str, int]
+
+
+def _mixed_after(kind: str, after: MixedCursor) -> Q:
+    """Rows of ``kind`` after ``after`` in the mixed order: newest first; at one instant
+    calls before rejections, each by id, newest first."""
+    created_at, after_kind, pk = after
+    older = Q(created_at__lt=created_at)
+    if kind == after_kind:
+        return older | Q(created_at=created_at, id__lt=pk)
+    if after_kind == CALL_KIND:  # the rejections of that instant come after its calls
+        return older | Q(created_at=created_at)
+    return older  # after a rejection: the calls of its instant came before it
+
+
+def mixed_page_after(
+    calls: QuerySet, rejected: QuerySet, *, after: MixedCursor | None, limit: int
+) -> tuple[list[Activity | RejectedRequest], bool]:
+    """One page of calls and refused requests in one listing (``include_rejected``),
+    newest first, and whether more follow: ``limit + 1`` rows of each, merged."""
+    rows: list[Activity | RejectedRequest] = []
+    for kind, queryset in ((CALL_KIND, calls), (REJECTED_KIND, rejected)):
+        queryset = queryset.order_by("-created_at", "-id")
+        if after is not None:
+            queryset = queryset.filter(_mixed_after(kind, after))
+        rows += list(queryset[: limit + 1])
+    rows.sort(key=lambda r: (r.created_at, isinstance(r, Activity), r.id), reverse=True)
+    return rows[:limit], len(rows) > limit
+
+
+def row_kind(row: Activity | RejectedRequest) -> str:
+    return REJECTED_KIND if isinstance(row, RejectedRequest) else CALL_KIND

@@ -177,3 +177,9 @@ def model_breaks(slug) -> str:
     """A model slug that may wrap after its "/" and "-" (never cut): ``<wbr>`` there."""
     text = conditional_escape(slug or "")
     return mark_safe(text.replace("/", "/<wbr>").replace("-", "-<wbr>"))  # noqa: S308
+
+
+@register.filter
+def uptime(value) -> str:
+    """An uptime percentage (99.5 -> 99.5%); "no calls" without a measurement."""
+    return "no calls" if value is None else f"{value:g}%"

@@ -14,6 +14,7 @@ from .keys import (
     api_key_revoke_view,
     api_key_settings_view,
     api_keys_view,
+    organisation_body_logging_view,
     organisation_limits_view,
 )
 from .members import (
@@ -41,6 +42,7 @@ __all__ = [
     "member_remove_view",
     "member_role_view",
     "members_view",
+    "organisation_body_logging_view",
     "organisation_limits_view",
     "organisation_required",
     "owner_required",

@@ -83,7 +83,14 @@ def activity_detail_view(request: HttpRequest, request_id: str) -> HttpResponse:
     activity = selectors.activity_get(
         organisation_id=request.organisation.id, request_id=request_id
     )
-    context = {"activity": activity, "savings": activity_savings(activity), "nav": "activity"}
+    bodies = selectors.call_body_get(organisation_id=request.organisation.id, request_id=request_id)
+    context = {
+        "activity": activity,
+        "savings": activity_savings(activity),
+        "bodies": bodies,
+        "logs_bodies": request.organisation.log_bodies,
+        "nav": "activity",
+    }
     return render(request, "dashboard/activity_detail.html", context)
 
 

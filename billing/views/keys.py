@@ -17,10 +17,17 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from .. import selectors, services
-from ..forms import ApiKeyCreateForm, ApiKeySettingsForm, MonthlyLimitForm, OrganisationLimitsForm
+from ..forms import (
+    ApiKeyCreateForm,
+    ApiKeySettingsForm,
+    BodyLoggingForm,
+    MonthlyLimitForm,
+    OrganisationLimitsForm,
+)
 from .common import forbidden, key_manager_required, organisation_required, owner_required
 
 ONLY_OWNERS = "Only the organisation's owners set its limits and who may create keys."
+ONLY_OWNERS_BODIES = "Only the organisation's owners switch body logging on or off."
 ONLY_MANAGERS = "Only the organisation's owners and admins edit and revoke API keys."
 NO_CREATE = (
     "Only the organisation's owners and admins create API keys (an owner can let "
@@ -56,12 +63,14 @@ def _render(
     form: ApiKeyCreateForm,
     status: int = 200,
     org_form: OrganisationLimitsForm | None = None,
+    bodies_form: BodyLoggingForm | None = None,
 ) -> HttpResponse:
     organisation = request.organisation
     context = {
         "keys": _keys_with_forms(request),
         "organisation": organisation,
         "org_form": org_form or _org_form(organisation),
+        "bodies_form": bodies_form or BodyLoggingForm.for_organisation(organisation),
         "alerts": selectors.spend_alerts_recent(
             organisation_id=organisation.id, since=selectors.month_start()
         ).select_related("api_key")[:20],
@@ -155,6 +164,24 @@ def organisation_limits_view(request: HttpRequest) -> HttpResponse:
         members_create_keys=data["members_create_keys"],
     )
     messages.success(request, "Organisation limits saved.")
+    return redirect("dashboard:keys")
+
+
+@require_POST
+@organisation_required
+@owner_required(ONLY_OWNERS_BODIES)
+def organisation_body_logging_view(request: HttpRequest) -> HttpResponse:
+    """Switch keeping the calls' request and reply bodies on or off, and its retention."""
+    form = BodyLoggingForm(request.POST)
+    if not form.is_valid():
+        return _render(request, form=ApiKeyCreateForm.fresh(), bodies_form=form, status=400)
+    services.organisation_set_body_logging(
+        organisation=request.organisation,
+        log_bodies=form.cleaned_data["log_bodies"],
+        retention_days=form.cleaned_data["retention_days"],
+    )
+    state = "on" if form.cleaned_data["log_bodies"] else "off"
+    messages.success(request, f"Body logging {state}.")
     return redirect("dashboard:keys")
 
 

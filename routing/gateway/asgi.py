@@ -28,6 +28,7 @@ from common.logs import bind_generation_id, unbind_generation_id
 from ..config import live_config
 from ..errors import GatewayError
 from .accept import Accepted, accept, require_key
+from .bodies import queue_bodies, tap_for
 from .call import LiveCall
 from .finish import start
 from .respond import Responder
@@ -223,11 +224,13 @@ async def serve(
     start(accepted)
     log_context = bind_generation_id(accepted.request_id)
     metrics.set_inflight(admission.in_flight)
-    call = LiveCall(accepted, out)
+    reply = tap_for(accepted, out)  # kept for the organisation if it opted in
+    call = LiveCall(accepted, reply)
     on_disconnect.append(call.abort_upstreams)
     try:
         await call.run()
     finally:
+        queue_bodies(accepted, reply)
         unbind_generation_id(log_context)
 
 

@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from billing import selectors
+from billing.bodies import CallBodies
 from billing.generations import generation_record
 from billing.models import (
     Activity,
@@ -29,7 +30,12 @@ from billing.models import (
 )
 from billing.rollups import rollup_refresh
 from billing.selectors import ActivityFilters
-from billing.services import credit_entry_create, invitation_create, member_add
+from billing.services import (
+    call_bodies_store,
+    credit_entry_create,
+    invitation_create,
+    member_add,
+)
 from billing.tenancy import TenantData, UnscopedQueryError
 
 from ..support import make_tenant
@@ -60,6 +66,7 @@ def test_the_tenant_models_are_the_ones_that_hold_an_organisations_rows():
         "UsageDayTotal",
         "TtftDaily",
         "CreditEntry",
+        "CallBody",
     }
     for model in apps.get_app_config("billing").get_models():
         holds_rows = any(f.name == "organisation" for f in model._meta.fields)
@@ -204,6 +211,17 @@ def _seed(tenant, tag: str, cost: D) -> None:
         limit_usd=D(1),
         spent_usd=D("0.8"),
     )
+    call_bodies_store(
+        bodies=[
+            CallBodies(
+                organisation_id=tenant.organisation.id,
+                request_id=f"gen-body-{tenant.organisation.slug}",
+                request_text=f"{tag} prompt",
+                response_text=f"{tag} reply",
+                created_at=NOW,
+            )
+        ]
+    )
     member_add(organisation=tenant.organisation, username=f"{tag}-member")
     invitation_create(
         organisation=tenant.organisation,
@@ -285,6 +303,9 @@ SCOPED_READS = {
         m.user.username for m in selectors.membership_list(organisation_id=o)
     ],
     "invitation_pending_list": lambda o, a: selectors.invitation_pending_list(organisation_id=o),
+    "call_body_get": lambda o, a: selectors.call_body_get(
+        organisation_id=o, request_id=f"gen-body-{a.organisation.slug}"
+    ),
 }
 # The getters: another organisation's id is a 404.
 SCOPED_GETS = {
