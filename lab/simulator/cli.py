@@ -175,13 +175,18 @@ def _workers(opts: dict[str, Any]) -> int:
     return 2 if jobs is None else int(jobs)
 
 
+def _progress(opts: dict[str, Any], err: TextIO) -> TextIO | None:
+    """Where a batch reports each finished run (nowhere with --no-progress)."""
+    return None if opts.get("no_progress") else err
+
+
 def run_pareto(opts: dict[str, Any], err: TextIO) -> tuple[str, int]:
     """``--pareto``: every shipped scenario (or --scenario) x seeds 1-3 (or --seed)."""
     names = _strategy_names(opts, pareto_strategies())
     if "smart" not in names:
         names = ["smart", *names]
     scenarios = [opts["scenario"]] if opts.get("scenario") else shipped_names()
-    documents = run_jobs(_batch_jobs(opts, scenarios, names), _workers(opts), err)
+    documents = run_jobs(_batch_jobs(opts, scenarios, names), _workers(opts), _progress(opts, err))
     checks = [check_document(document) for document in documents]
     dominated = any(check.dominated_by for check in checks)
     status = 1 if dominated and opts.get("strict") else 0
@@ -193,7 +198,8 @@ def run_pareto(opts: dict[str, Any], err: TextIO) -> tuple[str, int]:
 def run_r8(opts: dict[str, Any], err: TextIO) -> tuple[str, int]:
     """``--r8``: smart vs cheapest-input on the calibrated market (or --scenario)."""
     scenario = opts.get("scenario") or r8.R8_SCENARIO
-    documents = run_jobs(_batch_jobs(opts, [scenario], r8.R8_STRATEGIES), _workers(opts), err)
+    jobs = _batch_jobs(opts, [scenario], r8.R8_STRATEGIES)
+    documents = run_jobs(jobs, _workers(opts), _progress(opts, err))
     runs = [r8.r8_figures(document) for document in documents]
     missed = not all(all(r8.met(figures).values()) for figures in runs)
     status = 1 if missed and opts.get("strict") else 0

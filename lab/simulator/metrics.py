@@ -210,7 +210,8 @@ class Metrics:
         tokens = sum(r[2] + r[3] for r in served) or 1
         long_streams = [r for r in served if r[1] and r[2] >= LONG_TOKENS]
         long_cost = sum(r[7] for r in long_streams)
-        long_platform = _long_stream_platform(rows, long_cost, platform)
+        hedge_part, probe_part = _long_stream_platform(rows, long_cost, platform)
+        per_1k = 1000 / (len(long_streams) or 1)
         return {
             "cost_usd_per_1k_requests": _r(1000 * cost / n, 5),
             # the headline: what customers paid plus platform spend (probes, hedge legs)
@@ -219,8 +220,12 @@ class Metrics:
             "long_streams": {
                 "n": len(long_streams),
                 "cost_usd_per_1k": _r(1000 * long_cost / (len(long_streams) or 1), 5),
-                "platform_usd_per_1k": _r(1000 * long_platform / (len(long_streams) or 1), 5),
-                "platform_share_of_cost": _r(long_platform / long_cost, 5) if long_cost else None,
+                "platform_usd_per_1k": _r(per_1k * (hedge_part + probe_part), 5),
+                "platform_hedge_usd_per_1k": _r(per_1k * hedge_part, 5),
+                "platform_probes_usd_per_1k": _r(per_1k * probe_part, 5),
+                "platform_share_of_cost": (
+                    _r((hedge_part + probe_part) / long_cost, 5) if long_cost else None
+                ),
                 "ttft_s": _times([r[5] for r in long_streams]),
             },
         }
@@ -275,13 +280,15 @@ class Metrics:
         return out
 
 
-def _long_stream_platform(rows: list[tuple], long_stream_cost: float, platform: dict) -> float:
-    """Platform spend caused by long streams (product.md "Decisions"): their cancelled hedge
-    legs, plus the probes of sizes >= 32k in proportion to the long streams' part of what
-    customers paid for requests of 32k tokens and more."""
+def _long_stream_platform(
+    rows: list[tuple], long_stream_cost: float, platform: dict
+) -> tuple[float, float]:
+    """Platform spend caused by long streams (product.md "Decisions"), as (their cancelled
+    hedge legs, their part of the probes of sizes >= 32k: in proportion to the long
+    streams' part of what customers paid for requests of 32k tokens and more)."""
     long_cost = sum(r[7] for r in rows if r[2] >= LONG_TOKENS)
-    probe_part = long_stream_cost / long_cost if long_cost else 0.0
-    return platform["long_stream_hedge_spend"] + probe_part * platform["long_probe_spend"]
+    share = long_stream_cost / long_cost if long_cost else 0.0
+    return platform["long_stream_hedge_spend"], share * platform["long_probe_spend"]
 
 
 def _shares(counts: dict[str, int], total: int, digits: int) -> dict[str, float]:

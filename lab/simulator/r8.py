@@ -33,6 +33,7 @@ class R8Figures:
     p50_over_128k: tuple[float | None, float | None]
     long_stream_cost_per_1k: tuple[float, float]  # customer cost of 1,000 long streams
     long_stream_platform_share: float | None  # smart's platform spend / customer cost
+    long_stream_platform_split: tuple[float, float]  # (hedge legs, probes) per 1,000
     long_stream_p90: float | None  # smart, seconds
 
     @property
@@ -87,6 +88,10 @@ def r8_figures(document: dict[str, Any]) -> R8Figures:
             before["long_streams"]["cost_usd_per_1k"],
         ),
         long_stream_platform_share=smart["long_streams"]["platform_share_of_cost"],
+        long_stream_platform_split=(
+            smart["long_streams"].get("platform_hedge_usd_per_1k") or 0.0,
+            smart["long_streams"].get("platform_probes_usd_per_1k") or 0.0,
+        ),
         long_stream_p90=smart["long_streams"]["ttft_s"]["p90"],
     )
 
@@ -112,16 +117,24 @@ def _pair(values: tuple[float | None, float | None]) -> str:
     return f"{_s(values[0])} / {_s(values[1])}"
 
 
+def _share(f: R8Figures) -> str:
+    """The long streams' platform spend as a share of their customer cost, split."""
+    share, customer = f.long_stream_platform_share, f.long_stream_cost_per_1k[0]
+    if share is None or not customer:
+        return "-"
+    hedge, probes = (100 * usd / customer for usd in f.long_stream_platform_split)
+    return f"{100 * share:.1f}% (hedge legs {hedge:.1f}% + probes {probes:.1f}%)"
+
+
 def _cells(f: R8Figures) -> list[str]:
     ok = met(f)
     flags = ["" if ok[label] else " NOT MET" for label, *_ in TARGETS]
     smart_cost, before_cost = f.long_stream_cost_per_1k
-    share = f.long_stream_platform_share
     return [
         f"{_pair(f.p50_32k_128k)} ({_x(f.p50_32k_128k_lower)}){flags[0]}",
         f"{_pair(f.p50_over_128k)} ({_x(f.p50_over_128k_lower)}){flags[1]}",
         f"${smart_cost:.3f} / ${before_cost:.3f} ({_x(f.long_stream_cheaper)}){flags[2]}",
-        ("-" if share is None else f"{100 * share:.1f}%") + flags[3],
+        _share(f) + flags[3],
         _s(f.long_stream_p90) + flags[4],
     ]
 

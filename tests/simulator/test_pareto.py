@@ -124,7 +124,7 @@ def test_long_streams_platform_spend_takes_their_part_of_long_probes() -> None:
     rows = [(2, True, 40_000, 1, False, 1, 1, 3.0), (2, False, 40_000, 1, False, 1, 1, 1.0)]
     rows += [(0, True, 1_000, 1, False, 1, 1, 9.0)]
     platform = {"long_stream_hedge_spend": 0.5, "long_probe_spend": 2.0}
-    assert _long_stream_platform(rows, 3.0, platform) == pytest.approx(0.5 + 2.0 * 3 / 4)
+    assert _long_stream_platform(rows, 3.0, platform) == pytest.approx((0.5, 2.0 * 3 / 4))
 
 
 def test_the_pool_changes_nothing_but_the_wall_time() -> None:
