@@ -109,8 +109,8 @@ def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _x(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}x"
+def _x(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}x"
 
 
 def _pair(values: tuple[float | None, float | None]) -> str:
@@ -133,7 +133,7 @@ def _cells(f: R8Figures) -> list[str]:
     return [
         f"{_pair(f.p50_32k_128k)} ({_x(f.p50_32k_128k_lower)}){flags[0]}",
         f"{_pair(f.p50_over_128k)} ({_x(f.p50_over_128k_lower)}){flags[1]}",
-        f"${smart_cost:.3f} / ${before_cost:.3f} ({_x(f.long_stream_cheaper)}){flags[2]}",
+        f"${smart_cost:.3f} / ${before_cost:.3f} ({_x(f.long_stream_cheaper, 2)}){flags[2]}",
         _share(f) + flags[3],
         _s(f.long_stream_p90) + flags[4],
     ]
