@@ -23,6 +23,11 @@ BUCKET_NAMES = ("<8k", "8k-32k", "32k-128k", ">128k")
 LONG_TOKENS = 32_000
 
 
+def is_long_stream(request: Any) -> bool:
+    """A streamed request of 32k prompt tokens or more (R8's "long streams")."""
+    return bool(request.stream) and request.prompt_tokens >= LONG_TOKENS
+
+
 def percentile(sorted_values: list[float], q: float) -> float | None:
     """Linear-interpolated percentile (q in [0, 100]) of ascending values."""
     if not sorted_values:
@@ -79,6 +84,8 @@ class Metrics:
     probes = _Timed()
     cut_streams = _Timed()
     cut_spend = _Timed()
+    long_stream_hedge_spend = _Timed()  # the part of hedge_spend for streams >= 32k
+    long_probe_spend = _Timed()  # the part of probe_spend at sizes >= 32k
 
     def __init__(
         self,
@@ -102,6 +109,8 @@ class Metrics:
         self.hedge_legs = 0
         self.cut_streams = 0  # served calls the provider cut (endpoint cut_rate)
         self.cut_spend = 0.0  # what cut replies being assembled whole cost (retried)
+        self.long_stream_hedge_spend = 0.0
+        self.long_probe_spend = 0.0
         # (window, bucket index) -> endpoint id -> requests whose first attempt went there
         self.first_choice: dict[tuple[int, int], dict[int, int]] = defaultdict(
             lambda: defaultdict(int)
@@ -137,7 +146,15 @@ class Metrics:
 
     def _platform(self, window: Window | None) -> dict[str, float]:
         """The platform totals, or their part incurred within ``window``."""
-        names = ("hedge_spend", "probe_spend", "probes", "cut_streams", "cut_spend")
+        names = (
+            "hedge_spend",
+            "probe_spend",
+            "probes",
+            "cut_streams",
+            "cut_spend",
+            "long_stream_hedge_spend",
+            "long_probe_spend",
+        )
         if window is None:
             return {name: getattr(self, name) for name in names}
         start, end = window
@@ -193,6 +210,8 @@ class Metrics:
         tokens = sum(r[2] + r[3] for r in served) or 1
         long_streams = [r for r in served if r[1] and r[2] >= LONG_TOKENS]
         long_cost = sum(r[7] for r in long_streams)
+        hedge_part, probe_part = _long_stream_platform(rows, long_cost, platform)
+        per_1k = 1000 / (len(long_streams) or 1)
         return {
             "cost_usd_per_1k_requests": _r(1000 * cost / n, 5),
             # the headline: what customers paid plus platform spend (probes, hedge legs)
@@ -201,6 +220,12 @@ class Metrics:
             "long_streams": {
                 "n": len(long_streams),
                 "cost_usd_per_1k": _r(1000 * long_cost / (len(long_streams) or 1), 5),
+                "platform_usd_per_1k": _r(per_1k * (hedge_part + probe_part), 5),
+                "platform_hedge_usd_per_1k": _r(per_1k * hedge_part, 5),
+                "platform_probes_usd_per_1k": _r(per_1k * probe_part, 5),
+                "platform_share_of_cost": (
+                    _r((hedge_part + probe_part) / long_cost, 5) if long_cost else None
+                ),
                 "ttft_s": _times([r[5] for r in long_streams]),
             },
         }
@@ -253,6 +278,17 @@ class Metrics:
                 }
             )
         return out
+
+
+def _long_stream_platform(
+    rows: list[tuple], long_stream_cost: float, platform: dict
+) -> tuple[float, float]:
+    """Platform spend caused by long streams (product.md "Decisions"), as (their cancelled
+    hedge legs, their part of the probes of sizes >= 32k: in proportion to the long
+    streams' part of what customers paid for requests of 32k tokens and more)."""
+    long_cost = sum(r[7] for r in rows if r[2] >= LONG_TOKENS)
+    share = long_stream_cost / long_cost if long_cost else 0.0
+    return platform["long_stream_hedge_spend"], share * platform["long_probe_spend"]
 
 
 def _shares(counts: dict[str, int], total: int, digits: int) -> dict[str, float]:

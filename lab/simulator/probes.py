@@ -27,6 +27,7 @@ from routing.core import BUCKETS, bucket_for, budget_day
 from routing.core.probe import probe_worst_cost, within_probe_budget, within_volume_share
 
 from .market import OK
+from .metrics import LONG_TOKENS
 from .randomness import mix
 
 if TYPE_CHECKING:
@@ -203,6 +204,8 @@ class Prober:
             return
         cost = market.cost(probe.endpoint_id, ProbeRequest(probe.size, 0), 0, 1)  # type: ignore[arg-type]
         engine.metrics.probe_spend += cost
+        if probe.size >= LONG_TOKENS:
+            engine.metrics.long_probe_spend += cost
         self.volume.probed(
             engine.market.endpoints[probe.endpoint_id].model, bucket_for(probe.size), cost
         )

@@ -76,13 +76,15 @@ def _probe_day(summary: Summary) -> str:
     return f"{most} / {_usd(budget)} ({summary.get('probes_over_budget', 0)} not sent)"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def _table(header: list[str], rows: list[list[str]], left: tuple[int, ...] = (0,)) -> str:
+    """Aligned columns: those in ``left`` (indices) to the left, the others right."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    left = tuple(i % len(header) for i in left)
     lines = [
         "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w)
+            cell.ljust(w) if i in left else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
+        ).rstrip()
         for row in [header, *rows]
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))

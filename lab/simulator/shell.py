@@ -28,7 +28,7 @@ from routing.core import RoutingError
 from routing.core.session import Action, CancelLeg, Done, OpenLeg, Serve, StartTimer
 
 from .market import OK, Market
-from .metrics import Metrics
+from .metrics import Metrics, is_long_stream
 from .runs import Leg, Run
 from .scenario import Scenario
 from .strategies.base import Strategy
@@ -88,9 +88,10 @@ class Shell:
                 case CancelLeg(leg):
                     market = self.market
                     market.inflight[leg.endpoint_id] -= 1
-                    self.metrics.hedge_spend += market.cost(
-                        leg.endpoint_id, run.request, leg.cached, 0
-                    )
+                    cost = market.cost(leg.endpoint_id, run.request, leg.cached, 0)
+                    self.metrics.hedge_spend += cost
+                    if is_long_stream(run.request):
+                        self.metrics.long_stream_hedge_spend += cost
                 case Serve(leg):
                     self._serve(run, leg)
                 case Done(outcome):

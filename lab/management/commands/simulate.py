@@ -23,7 +23,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         try:
-            text = cli.run(options, err=sys.stderr)
+            text, status = cli.run_with_status(options, err=sys.stderr)
         except (ScenarioError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(text, ending="")
+        if status:  # --strict: smart dominated (--pareto) or an R8 target missed (--r8)
+            raise CommandError("--strict: the check failed (see the report)", returncode=status)

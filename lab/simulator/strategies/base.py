@@ -71,6 +71,7 @@ class Strategy:
 
     name = "base"
     uses_probes = False
+    sees_the_future = False  # a bound (``oracle``), not a router: out of the Pareto check
 
     def __init__(self, sim: SimContext) -> None:
         self.sim = sim
