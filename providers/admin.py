@@ -108,7 +108,7 @@ class ModelAdmin(ModelPriceMixin, admin.ModelAdmin):
         "context_length",
     )
     search_fields = ("slug", "name", "aliases__name")
-    inlines = [ModelAliasInline, EndpointInline]
+    inlines = [EndpointInline, ModelAliasInline]
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("aliases")
