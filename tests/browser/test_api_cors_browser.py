@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 
 from ..support import TEST_MODEL
-from .test_dashboard_browser import browser_page, playwright_api  # noqa: F401
+from .helpers import browser_page
 
 pytestmark = pytest.mark.django_db(transaction=True)
 UNAUTHORIZED = "Failed to load resource: the server responded with a status of 401 (Unauthorized)"
@@ -73,7 +73,7 @@ def _chat(stream: bool = True) -> dict:
     return {"model": TEST_MODEL, "messages": messages, "stream": stream}
 
 
-def test_a_page_on_another_origin_calls_the_api(playwright_api, gateway, tenant, other_origin):  # noqa: F811
+def test_a_page_on_another_origin_calls_the_api(playwright_api, gateway, tenant, other_origin):
     api = gateway.api_url
     with browser_page(playwright_api) as (page, problems):
         page.goto(f"{other_origin}/client.html")
@@ -97,7 +97,7 @@ def test_a_page_on_another_origin_calls_the_api(playwright_api, gateway, tenant,
 
 
 def test_an_origin_not_allowed_is_refused_by_the_browser(
-    playwright_api,  # noqa: F811
+    playwright_api,
     gateway,
     tenant,
     other_origin,

@@ -12,93 +12,17 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 import warnings
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
 from billing.models import Activity
 from billing.money import decimal_str
 
 from ..support import TEST_MODEL, wait_finished_rows
-
-CHROMIUM = os.environ.get("UBERLLM_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-PASSWORD = "pw-123456789"  # tests.support.make_tenant's default
-
-
-@pytest.fixture
-def playwright_api():
-    """Playwright's sync API, or a clean skip on a machine without it or Chromium."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    ARTIFACTS.mkdir(exist_ok=True)
-    return sync_api
-
-
-@contextmanager
-def browser_page(sync_api, width: int = 1366, height: int = 900, *, touch: bool = False):
-    """A Chromium page (a touch phone's with ``touch``). Playwright's sync API runs an
-    event loop in this thread, where Django refuses database calls: open it only after
-    the test's database work."""
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(
-            viewport={"width": width, "height": height}, is_mobile=touch, has_touch=touch
-        )
-        page = context.new_page()
-        page.set_default_timeout(10_000)
-        problems: list[str] = []
-        page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-        page.on(
-            "console",
-            lambda msg: msg.type == "error" and problems.append(f"console: {msg.text}"),
-        )
-        page.on(
-            "response",
-            lambda r: r.status == 404 and problems.append(f"404: {r.url}"),
-        )
-        page.on("dialog", lambda dialog: dialog.accept())  # the revoke confirmation
-        try:
-            yield page, problems
-        finally:
-            context.close()
-            browser.close()
-
-
-def _shot(page, name: str) -> None:
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
-def _no_horizontal_overflow(page) -> bool:
-    return page.evaluate(
-        "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-    )
-
-
-def _log_in(page, base: str, username: str, password: str = PASSWORD) -> None:
-    page.goto(f"{base}/")
-    assert "/login/" in page.url
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/")
+from .helpers import PASSWORD, artifact_shot, browser_page, log_in, no_horizontal_overflow
 
 
 def test_dashboard_in_a_browser(playwright_api, gateway, client, tenant):
@@ -160,7 +84,7 @@ def _walk_through(
 ):
     import openai
 
-    _log_in(page, base, username)
+    log_in(page, base, username)
 
     # Activity: both calls, with totals; the customer sees no admin link.
     row = page.locator(f'tr[data-request-id="{reply_id}"]')
@@ -184,7 +108,7 @@ def _walk_through(
     for header in ("Cost", "Saved vs list", "TTFT", "Status", "Key", "Routing"):
         box = page.locator("#activity thead th", has_text=header).first.bounding_box()
         assert box and box["x"] + box["width"] <= 1366, (header, box)
-    assert _no_horizontal_overflow(page)
+    assert no_horizontal_overflow(page)
     assert not page.locator("#activity th", has_text="Hedged").is_visible()
     page.check("#all-columns")  # the secondary columns on demand
     assert (
@@ -192,7 +116,7 @@ def _walk_through(
         == "no"
     )
     page.uncheck("#all-columns")
-    _shot(page, "01-activity-1366")
+    artifact_shot(page, "01-activity-1366")
 
     # Live: a new call appears without a reload (WebSocket through the channel layer).
     page.wait_for_function("() => document.documentElement.dataset.live === 'socket'")
@@ -203,7 +127,7 @@ def _walk_through(
     page.wait_for_selector(f'tr[data-request-id="{live.id}"]', timeout=15_000)
     assert page.evaluate("() => window.__notReloaded === true")
     page.wait_for_function("() => document.getElementById('total-calls').textContent === '3'")
-    _shot(page, "02-activity-live")
+    artifact_shot(page, "02-activity-live")
 
     # Rejected requests: status, error code, message, key; $0.
     page.select_option("#id_status", "rejected")
@@ -213,7 +137,7 @@ def _walk_through(
     text = rejected.inner_text()
     assert "400" in text and "invalid_request_error" in text
     assert "messages: must be a non-empty list" in text and "key" in text and "$0" in text
-    _shot(page, "03-activity-rejected")
+    artifact_shot(page, "03-activity-rejected")
 
     # Filter: the provider and status menus narrow the table and keep their values.
     page.goto(f"{base}/")
@@ -247,7 +171,7 @@ def _walk_through(
     assert page.locator("#attempts tbody tr").count() >= 1
     assert provider in page.inner_text("#attempts")
     assert re.search(r"\$0\.\d+ · \d+% below list / ", page.inner_text("#savings-text"))
-    _shot(page, "04-activity-detail-1366")
+    artifact_shot(page, "04-activity-detail-1366")
 
     # Usage: charts drawn by the locally served Chart.js, tables filled.
     page.click("header nav >> text=Usage")
@@ -263,7 +187,7 @@ def _walk_through(
     assert page.locator("#per-provider tbody tr").count() >= 1
     assert "Acme key" in page.inner_text("#per-key")
     assert "%" in page.inner_text("#usage-saved")
-    _shot(page, "05-usage-1366")
+    artifact_shot(page, "05-usage-1366")
 
     # API keys: create one, shown once, works, then revoke it and it stops working.
     page.click("header nav >> text=API keys")
@@ -271,7 +195,7 @@ def _walk_through(
     page.click("#create-key button[type=submit]")
     new_key = page.inner_text("#new-key").strip()
     assert new_key.startswith("ullm_")
-    _shot(page, "06-key-created")
+    artifact_shot(page, "06-key-created")
     with openai.OpenAI(base_url=gateway.api_url, api_key=new_key, max_retries=0) as other:
         assert other.chat.completions.create(
             model=TEST_MODEL, messages=[{"role": "user", "content": "hi"}]
@@ -283,7 +207,7 @@ def _walk_through(
     key_row.locator("button.danger").click()
     page.wait_for_selector(".messages li")
     assert "revoked" in page.locator("#keys tbody tr", has_text="browser key").inner_text()
-    _shot(page, "07-key-revoked")
+    artifact_shot(page, "07-key-revoked")
     with (
         openai.OpenAI(base_url=gateway.api_url, api_key=new_key, max_retries=0) as other,
         pytest.raises(openai.AuthenticationError),
@@ -295,13 +219,13 @@ def _walk_through(
     # Members.
     page.click("header nav >> text=Members")
     assert username in page.inner_text("#members")
-    _shot(page, "08-members")
+    artifact_shot(page, "08-members")
 
 
 def _narrow(page, base, username, reply_id):
     """390 px: the nav collapses behind Menu, Activity rows become cards, nothing
     overflows sideways."""
-    _log_in(page, base, username)
+    log_in(page, base, username)
     assert not page.locator("#main-nav").is_visible()
     assert page.locator("#nav-toggle").is_visible()
     header = page.locator("header").bounding_box()
@@ -312,25 +236,25 @@ def _narrow(page, base, username, reply_id):
     assert not page.locator("#filters").is_visible()  # behind "Filters" on a phone
     assert not page.locator("#totals").is_visible()  # behind "Totals" on a phone
     assert card.locator("td.cost").inner_text().startswith("$")
-    assert _no_horizontal_overflow(page)
-    _shot(page, "11-activity-390")
+    assert no_horizontal_overflow(page)
+    artifact_shot(page, "11-activity-390")
     page.click("#nav-toggle")
     assert page.locator("#main-nav").is_visible()
     assert page.locator("header .who button", has_text="Log out").is_visible()
-    _shot(page, "12-nav-open-390")
+    artifact_shot(page, "12-nav-open-390")
     page.goto(f"{base}/activity/{reply_id}/")
-    assert _no_horizontal_overflow(page)
-    _shot(page, "13-activity-detail-390")
+    assert no_horizontal_overflow(page)
+    artifact_shot(page, "13-activity-detail-390")
     page.goto(f"{base}/usage/")
     page.wait_for_function("() => window.Chart && Chart.getChart('chart-daily') !== undefined")
-    _shot(page, "14-usage-390")
+    artifact_shot(page, "14-usage-390")
     page.click("#nav-toggle")
     page.click("header nav >> text=API keys")
     page.wait_for_url(f"{base}/keys/")
-    assert _no_horizontal_overflow(page)
-    _shot(page, "15-keys-390")
+    assert no_horizontal_overflow(page)
+    artifact_shot(page, "15-keys-390")
     page.goto(f"{base}/members/")
-    _shot(page, "16-members-390")
+    artifact_shot(page, "16-members-390")
     page.goto(f"{base}/usage/")
     page.wait_for_function("() => window.Chart && Chart.getChart('chart-daily') !== undefined")
     wide = page.evaluate(
@@ -338,7 +262,7 @@ def _narrow(page, base, username, reply_id):
         "el => el.getBoundingClientRect().right > window.innerWidth + 1).map("
         "el => el.tagName + '#' + el.id + '.' + el.className).slice(0, 5)"
     )
-    assert wide == [] and _no_horizontal_overflow(page), wide
+    assert wide == [] and no_horizontal_overflow(page), wide
 
 
 def test_operator_admin_in_a_browser(playwright_api, gateway, client, market):
@@ -390,9 +314,9 @@ def test_operator_admin_in_a_browser(playwright_api, gateway, client, market):
             " + ':' + td.innerHTML.length)"
         )
         assert box["x"] + box["width"] <= 1366, (box, widths)
-        assert _no_horizontal_overflow(page)
+        assert no_horizontal_overflow(page)
         assert "INPUT ($/1M)" in inline.inner_text().upper()
-        _shot(page, "21-admin-model-inline-1366")
+        artifact_shot(page, "21-admin-model-inline-1366")
 
         # A price edit: kept with who made it.
         page.goto(f"{base}/admin/providers/endpoint/{alpha.id}/change/")
@@ -411,13 +335,13 @@ def test_operator_admin_in_a_browser(playwright_api, gateway, client, market):
         assert "Usable now" in page.inner_text("#health-mark")
         assert "$0.0001" in page.inner_text("#health-probes")
         assert "operator" in page.inner_text("#health-prices")
-        _shot(page, "22-admin-endpoint-health-1366")
+        artifact_shot(page, "22-admin-endpoint-health-1366")
         page.set_viewport_size({"width": 390, "height": 844})
         page.reload()
-        _shot(page, "23-admin-endpoint-health-390")
+        artifact_shot(page, "23-admin-endpoint-health-390")
 
         page.set_viewport_size({"width": 1366, "height": 900})
         page.goto(f"{base}/admin/routing/proberesult/spend/")
         assert TEST_MODEL in page.inner_text("#probe-spend")
-        _shot(page, "24-admin-probe-spend")
+        artifact_shot(page, "24-admin-probe-spend")
     assert problems == []

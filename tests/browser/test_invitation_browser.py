@@ -8,13 +8,13 @@ import pytest
 
 from billing.models import Invitation, Membership
 
-from .test_dashboard_browser import PASSWORD, browser_page, playwright_api  # noqa: F401
+from .helpers import PASSWORD, browser_page
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CHOSEN = "chosen-by-me-9876"
 
 
-def test_invitation_in_a_browser(playwright_api, gateway, tenant):  # noqa: F811
+def test_invitation_in_a_browser(playwright_api, gateway, tenant):
     base = gateway.base_url
     owner = tenant.user.username
     with browser_page(playwright_api) as (page, problems):

@@ -10,14 +10,9 @@ server. Screenshots go to docs/img/ (referenced from docs/dashboard.md)."""
 
 from __future__ import annotations
 
-import mimetypes
 from decimal import Decimal
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
-from django.contrib.staticfiles import finders
 
 from billing.models import Activity, Attempt
 from billing.services import api_key_create
@@ -25,11 +20,17 @@ from providers.models import Endpoint, Model
 
 from ..dashboard.helpers import JAN, finished_call, install_test_catalog, login
 from ..support import make_tenant
-from .test_dashboard_browser import _no_horizontal_overflow, browser_page, playwright_api  # noqa: F401
+from .helpers import (
+    ORIGIN,
+    browser_page,
+    calls_on_first_screen,
+    docs_shot,
+    no_horizontal_overflow,
+    overflowing,
+    serve,
+)
 
 pytestmark = pytest.mark.django_db
-ORIGIN = "http://dashboard.test"
-DOCS_IMG = Path(settings.BASE_DIR) / "docs" / "img"
 LONG_MODEL = "meta-llama/llama-4-maverick-17b-128e-instruct-fp8"
 # As long as Activity.routing_reason holds (128 characters; PostgreSQL enforces it).
 LONG_REASON = (
@@ -108,55 +109,15 @@ def _data() -> dict[str, str]:
     return pages
 
 
-def _serve(pages: dict[str, str]):
-    def handle(route) -> None:
-        url = urlsplit(route.request.url)
-        path = url.path + (f"?{url.query}" if url.query else "")
-        if url.path.startswith("/static/"):
-            found = finders.find(url.path.removeprefix("/static/"))
-            if found:
-                kind = mimetypes.guess_type(found)[0] or "application/octet-stream"
-                return route.fulfill(body=Path(found).read_bytes(), content_type=kind)
-        if path in pages:
-            return route.fulfill(body=pages[path], content_type="text/html; charset=utf-8")
-        return route.fulfill(status=404, body="")
-
-    return handle
-
-
-def _overflowing(page) -> list[str]:
-    """Tables wider than their box, and model cells whose text is cut."""
-    return page.evaluate(
-        """() => [
-        ...[...document.querySelectorAll('.table-wrap')].filter(
-            w => w.scrollWidth > w.clientWidth + 1).map(
-            w => w.querySelector('table').id + ' by ' + (w.scrollWidth - w.clientWidth) + ' px'),
-        ...[...document.querySelectorAll('td.c-model')].filter(
-            td => td.scrollWidth > td.clientWidth + 1).map(td => 'cut: ' + td.textContent)]"""
-    )
-
-
-def _calls_on_first_screen(page) -> int:
-    return page.evaluate(
-        """() => [...document.querySelectorAll('#activity tr.call')].filter(
-            tr => tr.getBoundingClientRect().bottom <= window.innerHeight).length"""
-    )
-
-
-def _shot(page, name: str) -> None:
-    DOCS_IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS_IMG / f"{name}.png"))
-
-
-def test_layout_at_1366_px(playwright_api):  # noqa: F811
+def test_layout_at_1366_px(playwright_api):
     pages = _data()
     with browser_page(playwright_api) as (page, _):
-        page.route(f"{ORIGIN}/**", _serve(pages))
+        page.route(f"{ORIGIN}/**", serve(pages))
         for path, shot in (("/", "activity-1366"), ("/keys/", "keys-1366")):
             page.goto(f"{ORIGIN}{path}")
-            assert _overflowing(page) == [], path
-            assert _no_horizontal_overflow(page), path
-            _shot(page, shot)
+            assert overflowing(page) == [], path
+            assert no_horizontal_overflow(page), path
+            docs_shot(page, shot)
         page.goto(f"{ORIGIN}/")
         assert page.locator("#totals").is_visible()  # unfolded on a wide screen
         assert page.locator(".on-hover").first.is_visible()
@@ -167,7 +128,7 @@ def test_layout_at_1366_px(playwright_api):  # noqa: F811
         page.goto(f"{ORIGIN}/activity/gen-0/")
         http = page.locator("#attempts td.http").all_inner_texts()
         assert http == ["—conn", "429", "200"]
-        _shot(page, "call-attempts-1366")
+        docs_shot(page, "call-attempts-1366")
 
         page.goto(f"{ORIGIN}{PAGES[2]}")
         page.wait_for_function("() => window.Chart && Chart.getChart('chart-providers')")
@@ -177,24 +138,24 @@ def test_layout_at_1366_px(playwright_api):  # noqa: F811
         assert colours["alpha"] != colours["bravo"]
 
 
-def test_layout_on_a_phone(playwright_api):  # noqa: F811
+def test_layout_on_a_phone(playwright_api):
     pages = _data()
     with browser_page(playwright_api, width=390, height=844, touch=True) as (page, _):
-        page.route(f"{ORIGIN}/**", _serve(pages))
+        page.route(f"{ORIGIN}/**", serve(pages))
         page.goto(f"{ORIGIN}/")
         assert page.evaluate("() => matchMedia('(hover: none)').matches")
         assert not page.locator("#totals").is_visible()  # folded
         assert page.locator("#totals-summary").is_visible()
-        _shot(page, "activity-390")
-        calls = _calls_on_first_screen(page)
+        docs_shot(page, "activity-390")
+        calls = calls_on_first_screen(page)
         assert calls >= 6, calls
-        assert _no_horizontal_overflow(page)
+        assert no_horizontal_overflow(page)
         assert page.locator(".on-touch").first.is_visible()
         assert not page.locator(".on-hover").first.is_visible()
         assert "hover" not in page.inner_text(".toolbar").lower()
         page.click("#totals-summary")
         assert page.locator("#total-calls").inner_text() == "12"
-        _shot(page, "activity-390-totals")
+        docs_shot(page, "activity-390-totals")
         for path in ("/keys/", "/activity/gen-0/"):
             page.goto(f"{ORIGIN}{path}")
-            assert _no_horizontal_overflow(page), path
+            assert no_horizontal_overflow(page), path

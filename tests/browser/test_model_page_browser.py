@@ -18,8 +18,7 @@ from routing.models import SpeedSample
 
 from ..dashboard.helpers import finished_call, install_test_catalog, login
 from ..support import TEST_MODEL, make_tenant
-from .test_dashboard_browser import _no_horizontal_overflow, browser_page, playwright_api  # noqa: F401
-from .test_layout_browser import ORIGIN, _overflowing, _serve, _shot
+from .helpers import ORIGIN, browser_page, docs_shot, no_horizontal_overflow, overflowing, serve
 
 pytestmark = pytest.mark.django_db
 MODEL_PAGE = f"/models/{TEST_MODEL}"
@@ -97,19 +96,19 @@ def _pages() -> dict[str, str]:
     return pages
 
 
-def test_model_page_and_call_bodies_fit(playwright_api):  # noqa: F811
+def test_model_page_and_call_bodies_fit(playwright_api):
     pages = _pages()
     with browser_page(playwright_api) as (page, _):
-        page.route(f"{ORIGIN}/**", _serve(pages))
+        page.route(f"{ORIGIN}/**", serve(pages))
         for path, shot in ((MODEL_PAGE, "model-page-1366"), ("/activity/gen-bodies/", None)):
             page.goto(f"{ORIGIN}{path}")
-            assert _overflowing(page) == [] and _no_horizontal_overflow(page), path
+            assert overflowing(page) == [] and no_horizontal_overflow(page), path
             if shot:
-                _shot(page, shot)
+                docs_shot(page, shot)
         page.locator("#bodies").scroll_into_view_if_needed()
-        _shot(page, "call-bodies-1366")
+        docs_shot(page, "call-bodies-1366")
     with browser_page(playwright_api, width=390, height=844, touch=True) as (page, _):
-        page.route(f"{ORIGIN}/**", _serve(pages))
+        page.route(f"{ORIGIN}/**", serve(pages))
         for path in pages:
             page.goto(f"{ORIGIN}{path}")
-            assert _no_horizontal_overflow(page), path
+            assert no_horizontal_overflow(page), path
