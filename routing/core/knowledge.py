@@ -21,6 +21,7 @@ from collections.abc import Container, Hashable, Iterable, MutableMapping, Seque
 from .capacity import ConcurrencyCaps
 from .config import DEFAULT_CONFIG, GatewayConfig
 from .followups import FollowupEstimator
+from .hedge import HedgeValues
 from .lessons import Cut, Failed, HedgeSettled, Lesson, Marked, Probed, Served, ToolCallChecked
 from .marks import Reliability, UnusableMarks
 from .prefix import PrefixBook, PrefixHashes
@@ -66,6 +67,7 @@ class RoutingKnowledge:
         self.output_lengths = OutputLengths()
         self.tokens = TokenEstimator()
         self.tool_calls = ToolCallQuality()
+        self.hedge_values = HedgeValues()  # recent hedges' values (R3.4 rationed)
         self.real_at: dict[tuple[int, str], float] = {}  # last real uncached sample
         self._expired_at = -EXPIRE_EVERY_S
         self._purged_at = 0.0

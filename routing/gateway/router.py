@@ -117,7 +117,8 @@ class LiveRouter:
 
     # --- hedging (R3) ----------------------------------------------------------------------
     def hedge_decision(self, session: GatewaySession, now: float) -> HedgeDecision:
-        return self.core.hedge_decision(self.accepted.plan, self.accepted.chat.stream)
+        primary = None if session.primary is None else session.primary.endpoint_id
+        return self.core.hedge_decision(self.accepted.plan, self.accepted.chat.stream, primary)
 
     def start_hedge(self, session: GatewaySession, now: float) -> HedgeStart | None:
         if session.primary is None:
