@@ -47,6 +47,7 @@ from .types import (
     ModelInfo,
     RequestFeatures,
     RouteChoice,
+    BUCKET_LOWER_BOUND,
     RoutePlan,
     bucket_for,
 )
@@ -259,7 +260,8 @@ class SmartRouter:
         )
         day = budget_day(now_unix)
         left = self.stores.hedge_budget_left(day)
-        if reserve > left or not self.worth_hedging(primary, windows, reserve, left):
+        worth = self.worth_hedging(primary, plan.bucket, windows, reserve, left)
+        if reserve > left or not worth:
             return None
         if not self.stores.reserve(reserve, day):
             return None
@@ -268,14 +270,17 @@ class SmartRouter:
     def worth_hedging(
         self,
         primary: RouteChoice,
+        plan_bucket: str,
         windows: Mapping[int, tuple[float, ...]],
         reserve_usd: float,
         left_usd: float,
     ) -> bool:
         """R3.4 rationed: while the paced budget keeps pace every hedge goes; when the
         day's spend runs ahead (``ration_share`` < 1), only hedges whose value (the
-        primary's share of late first tokens x its slow tail, per USD reserved) is among
-        the best recent ones: a stall most likely and most costly."""
+        chance that the primary is stalled x its slow tail, per USD reserved) is among
+        the best recent ones: a stall most likely and most costly. A delayed hedge's
+        primary is late already (chance 1); an immediate one's (R3.2) is its endpoint's
+        share of late first tokens."""
         config = self.config
         burst_usd = config.hedge_budget_usd_per_day * min(
             1.0, config.hedge_budget_burst_s / SECONDS_PER_DAY
@@ -283,7 +288,10 @@ class SmartRouter:
         samples = windows.get(primary.endpoint_id, ())
         late_s = self.late_after(primary)
         stall_cost_s = max(late_s, (samples[int(0.9 * len(samples))] if samples else 0.0))
-        value = hedge_value(late_share(samples, late_s), stall_cost_s, reserve_usd)
+        immediate = BUCKET_LOWER_BOUND[plan_bucket] >= config.hedge_immediate_from_tokens
+        # a delayed hedge's primary is late already; an immediate one's stalls this often
+        likelihood = late_share(samples, late_s) if immediate else 1.0
+        value = hedge_value(likelihood, stall_cost_s, reserve_usd)
         return self.knowledge.hedge_values.admits(value, ration_share(left_usd, burst_usd))
 
     def _windows(
@@ -304,8 +312,16 @@ class SmartRouter:
     def primary_stalled(self, plan: RoutePlan, primary_id: int, ttft_s: float | None) -> bool:
         """Whether a hedged call's primary was in fact stalled: it did not win
         (``ttft_s`` None: the hedge leg won, or it failed) or its first token came
-        later than its late reference (``late_after``)."""
-        return ttft_s is None or ttft_s > self.late_after(_choice(plan, primary_id))
+        later than the late rule's reference, ``max(floor, factor x its typical TTFT)``,
+        whichever trigger is set: with the flat one a hedge of a normal slow prefill is
+        seen as such)."""
+        if ttft_s is None:
+            return True
+        config = self.config
+        late_s = late_after_s(
+            _choice(plan, primary_id), floor_s=config.hedge_delay_s, factor=config.hedge_late_factor
+        )
+        return ttft_s > late_s
 
     def on_cancel(self, endpoint: EndpointInfo, features: RequestFeatures) -> float:
         """A hedge leg lost the race: what it cost (its prompt)."""
