@@ -43,11 +43,11 @@ from .speed import mostly_cached, speed_bucket
 from .timeouts import first_token_timeout_s
 from .toolcalls import check_tool_calls
 from .types import (
+    BUCKET_LOWER_BOUND,
     EndpointInfo,
     ModelInfo,
     RequestFeatures,
     RouteChoice,
-    BUCKET_LOWER_BOUND,
     RoutePlan,
     bucket_for,
 )
