@@ -87,33 +87,42 @@ def hedge_partner(
     tried: Container[int] = (),
 ) -> RouteChoice | None:
     """The partner of ``primary`` (default: the plan's first): a fast-enough, usable
-    choice of another provider, not yet ``tried``. With ``expected_s`` (endpoint id ->
+    choice of another provider, not yet tried. With ``expected_s`` (endpoint id ->
     expected TTFT, stalls included: ``expected_ttft_s``) the one most likely to beat a
-    stalled primary, the lowest expected TTFT (ties: plan order, i.e. cheaper first);
-    without, the first such choice after the primary in the plan."""
+    stalled primary at a price: the first in plan order (the cheapest) whose expected
+    TTFT is within ``PARTNER_SLACK`` of the best one's (an endpoint without a figure only
+    when none has one); without, the first such choice after the primary in the plan."""
+    candidates = _partner_candidates(plan, primary, tried, after_lead=expected_s is None)
+    if expected_s is None or not candidates:
+        return candidates[0] if candidates else None
+    known = [expected_s[c.endpoint_id] for c in candidates if c.endpoint_id in expected_s]
+    if not known:
+        return candidates[0]
+    bound = PARTNER_SLACK * min(known)
+    return next(c for c in candidates if expected_s.get(c.endpoint_id, float("inf")) <= bound)
+
+
+PARTNER_SLACK = 1.5
+
+
+def _partner_candidates(
+    plan: RoutePlan, primary: RouteChoice | None, tried: Container[int], *, after_lead: bool
+) -> list[RouteChoice]:
+    """Fast-enough choices of another provider than the primary's, not yet tried, in
+    plan order (``after_lead``: only those after the primary)."""
     lead = plan.first if primary is None else primary
     lead_provider = base_provider(lead.endpoint.provider_slug)
-    seen_lead = False
-    best: RouteChoice | None = None
+    seen_lead = not after_lead
+    out = []
     for choice in plan.choices:
-        endpoint_id = choice.endpoint.endpoint_id
-        if endpoint_id == lead.endpoint.endpoint_id:
+        if choice.endpoint_id == lead.endpoint_id:
             seen_lead = True
             continue
-        eligible = (seen_lead or expected_s is not None) and choice.fast_enough
-        if not eligible or endpoint_id in tried:
+        if not seen_lead or not choice.fast_enough or choice.endpoint_id in tried:
             continue
-        if base_provider(choice.endpoint.provider_slug) == lead_provider:
-            continue
-        if expected_s is None:
-            return choice
-        if best is None or _expected(expected_s, choice) < _expected(expected_s, best):
-            best = choice
-    return best
-
-
-def _expected(expected_s: Mapping[int, float], choice: RouteChoice) -> float:
-    return expected_s.get(choice.endpoint.endpoint_id, float("inf"))
+        if base_provider(choice.endpoint.provider_slug) != lead_provider:
+            out.append(choice)
+    return out
 
 
 def expected_ttft_s(samples: Sequence[float], typical: float | None) -> float | None:

@@ -89,6 +89,12 @@ class RoutingKnowledge:
             return book.summary(now)
         return book.summary()
 
+    def last_summary(self) -> SpeedSummary:
+        """The summary as of the last ``summary(now)`` (a read that expires nothing: a
+        hedge decided mid-request sees what its plan saw, plus newer samples)."""
+        book = self.book
+        return self.shared_speed if book is None else book.summary()
+
     def unusable(self, now: float) -> frozenset[int]:
         """Marked endpoints (R2.7), the ones back from a mark whose ramp our calls in
         flight fill (``marks.ramp_limit``), and with concurrency caps the ones our calls

@@ -299,7 +299,7 @@ class SmartRouter:
     ) -> dict[int, tuple[float, ...]]:
         """Each planned endpoint's TTFT samples (ascending) in this request's window:
         its bucket, cached or uncached as this prompt is expected to be there."""
-        summary = self.knowledge.summary(now)
+        summary = self.knowledge.last_summary()
         prompt, cached = features.prompt_tokens, features.cached_tokens
         windows = {}
         for choice in plan.choices:

@@ -83,15 +83,19 @@ def test_late_after_s(typical, model_typical, trigger, expected):
 
 
 def test_partner_most_likely_to_beat_a_stalled_primary():
-    """With expected TTFTs the partner is the quickest other provider not yet tried,
-    wherever it stands in the plan (ties: plan order)."""
+    """With expected TTFTs the partner is the first other provider in plan order (the
+    cheapest) whose expected TTFT is within 1.5x of the best one's, wherever it stands
+    in the plan; not one tried already, not the primary's provider."""
     plan = RoutePlan(
-        (_choice(1, "a"), _choice(2, "b"), _choice(3, "c"), _choice(4, "a/x")), "32k-128k", "smart"
+        (_choice(1, "a"), _choice(2, "b"), _choice(3, "c"), _choice(4, "d"), _choice(5, "a/x")),
+        "32k-128k",
+        "smart",
     )
-    expected = {1: 0.5, 2: 3.0, 3: 1.2, 4: 0.4}
-    assert hedge_partner(plan, plan.choices[0], expected).endpoint_id == 3
-    assert hedge_partner(plan, plan.choices[0], expected, tried=(1, 3)).endpoint_id == 2
-    assert hedge_partner(plan, plan.choices[2], expected).endpoint_id == 4
+    expected = {1: 0.5, 2: 3.0, 3: 1.4, 4: 1.0, 5: 0.2}
+    assert hedge_partner(plan, plan.choices[0], expected).endpoint_id == 3  # 1.4 <= 1.5
+    assert hedge_partner(plan, plan.choices[0], expected, tried=(1, 3)).endpoint_id == 4
+    assert hedge_partner(plan, plan.choices[3], expected).endpoint_id == 5  # before it
+    assert hedge_partner(plan, plan.choices[0], {2: 3.0}).endpoint_id == 2  # known first
 
 
 def test_expected_ttft_counts_stalls_and_late_share():
