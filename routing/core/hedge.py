@@ -65,11 +65,17 @@ def reference_ttft_s(choice: RouteChoice) -> float | None:
 
 
 def late_after_s(
-    choice: RouteChoice, *, floor_s: float, factor: float, trigger: str = "late"
+    choice: RouteChoice,
+    *,
+    floor_s: float,
+    factor: float,
+    trigger: str = "late",
+    reference_s: float | None = None,
 ) -> float:
     """When the first token at ``choice`` is late (R3.1): ``max(floor_s, factor x its
-    reference TTFT)``; ``floor_s`` alone with the flat trigger or with no reference."""
-    reference = reference_ttft_s(choice)
+    reference TTFT)`` (``reference_s``, else ``reference_ttft_s``); ``floor_s`` alone with
+    the flat trigger or with no reference."""
+    reference = reference_ttft_s(choice) if reference_s is None else reference_s
     if trigger == "flat" or reference is None:
         return floor_s
     return max(floor_s, factor * reference)

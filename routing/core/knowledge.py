@@ -239,7 +239,8 @@ class RoutingKnowledge:
         streak = self.marks.record_success(eid)
         self.health.served(eid, now)
         if lesson.ttft_s is not None and self.book is not None:
-            sample = SpeedSample(now, lesson.ttft_s, cached=lesson.cached)
+            size = lesson.prompt_tokens or lesson.raw_prompt_tokens
+            sample = SpeedSample(now, lesson.ttft_s, cached=lesson.cached, prompt_tokens=size)
             self.book.record(eid, lesson.sample_bucket, sample)
             if not lesson.cached:
                 self.real_at[(eid, lesson.sample_bucket)] = now
@@ -266,5 +267,6 @@ class RoutingKnowledge:
             if lesson.restart:
                 self.book.restart(eid, bucket)
             for ttft in lesson.ttfts:
-                self.book.record(eid, bucket, SpeedSample(now, ttft, is_probe=True))
+                sample = SpeedSample(now, ttft, is_probe=True, prompt_tokens=lesson.prompt_tokens)
+                self.book.record(eid, bucket, sample)
         return NOTHING

@@ -197,7 +197,11 @@ class SmartRouter:
 
     # --- hedging (R3) ---------------------------------------------------------------------
     def hedge_decision(
-        self, plan: RoutePlan, stream: bool, primary_id: int | None = None
+        self,
+        plan: RoutePlan,
+        stream: bool,
+        primary_id: int | None = None,
+        features: RequestFeatures | None = None,
     ) -> HedgeDecision:
         """R3.1/R3.2 for a leg at ``primary_id`` (default: the plan's first): a delayed
         hedge starts once its first token is late (``late_after``)."""
@@ -211,20 +215,42 @@ class SmartRouter:
             0.0,
             delayed_from_tokens=config.hedge_delayed_from_tokens,
             immediate_from_tokens=config.hedge_immediate_from_tokens,
-            delay_s=self.late_after(_choice(plan, primary_id)),
+            delay_s=self.late_after(plan, _choice(plan, primary_id), features),
         )
 
-    def late_after(self, choice: RouteChoice) -> float:
+    def late_after(
+        self,
+        plan: RoutePlan,
+        choice: RouteChoice,
+        features: RequestFeatures | None = None,
+        trigger: str | None = None,
+    ) -> float:
         """Seconds after which the first token at ``choice`` is late (``late_after_s``
         with the settings: the floor ``hedge_delay_s``, ``hedge_late_factor``,
-        ``hedge_trigger``); also the reference of ``primary_stalled``."""
+        ``hedge_trigger``); the reference is its typical TTFT for this prompt's size
+        (``reference_for``)."""
         config = self.config
         return late_after_s(
             choice,
             floor_s=config.hedge_delay_s,
             factor=config.hedge_late_factor,
-            trigger=config.hedge_trigger,
+            trigger=config.hedge_trigger if trigger is None else trigger,
+            reference_s=self.reference_for(plan, choice, features),
         )
+
+    def reference_for(
+        self, plan: RoutePlan, choice: RouteChoice, features: RequestFeatures | None
+    ) -> float | None:
+        """What ``choice`` normally takes for this request: its window's typical TTFT
+        at this prompt's size (``SpeedSummary.typical_at``: the window's size line), in
+        the cache state the prompt is expected to have there; None: ``choice``'s own
+        figure (``hedge.reference_ttft_s``)."""
+        if features is None or choice.typical_ttft_s is None:
+            return None
+        prompt, endpoint_id = features.prompt_tokens, choice.endpoint_id
+        warm = mostly_cached(features.cached_tokens.get(endpoint_id, 0), prompt)
+        key = speed_bucket(plan.bucket, warm)
+        return self.knowledge.last_summary().typical_at(endpoint_id, key, prompt)
 
     def start_hedge(
         self,
@@ -260,7 +286,7 @@ class SmartRouter:
         )
         day = budget_day(now_unix)
         left = self.stores.hedge_budget_left(day)
-        worth = self.worth_hedging(primary, plan.bucket, windows, reserve, left)
+        worth = self.worth_hedging(plan, features, primary, windows, reserve, left)
         if reserve > left or not worth:
             return None
         if not self.stores.reserve(reserve, day):
@@ -269,8 +295,9 @@ class SmartRouter:
 
     def worth_hedging(
         self,
+        plan: RoutePlan,
+        features: RequestFeatures,
         primary: RouteChoice,
-        plan_bucket: str,
         windows: Mapping[int, tuple[float, ...]],
         reserve_usd: float,
         left_usd: float,
@@ -286,9 +313,9 @@ class SmartRouter:
             1.0, config.hedge_budget_burst_s / SECONDS_PER_DAY
         )
         samples = windows.get(primary.endpoint_id, ())
-        late_s = self.late_after(primary)
+        late_s = self.late_after(plan, primary, features)
         stall_cost_s = max(late_s, (samples[int(0.9 * len(samples))] if samples else 0.0))
-        immediate = BUCKET_LOWER_BOUND[plan_bucket] >= config.hedge_immediate_from_tokens
+        immediate = BUCKET_LOWER_BOUND[plan.bucket] >= config.hedge_immediate_from_tokens
         # a delayed hedge's primary is late already; an immediate one's stalls this often
         likelihood = late_share(samples, late_s) if immediate else 1.0
         value = hedge_value(likelihood, stall_cost_s, reserve_usd)
@@ -309,19 +336,20 @@ class SmartRouter:
             windows[endpoint_id] = summary.samples_by_key.get(key, ())
         return windows
 
-    def primary_stalled(self, plan: RoutePlan, primary_id: int, ttft_s: float | None) -> bool:
+    def primary_stalled(
+        self,
+        plan: RoutePlan,
+        primary_id: int,
+        ttft_s: float | None,
+        features: RequestFeatures | None = None,
+    ) -> bool:
         """Whether a hedged call's primary was in fact stalled: it did not win
-        (``ttft_s`` None: the hedge leg won, or it failed) or its first token came
-        later than the late rule's reference, ``max(floor, factor x its typical TTFT)``,
-        whichever trigger is set: with the flat one a hedge of a normal slow prefill is
-        seen as such)."""
+        (``ttft_s`` None: the hedge leg won) or its first token came later than the late
+        rule's reference (``late_after`` with the late trigger, whichever trigger is
+        set: with the flat one a hedge of a normal slow prefill is seen as such)."""
         if ttft_s is None:
             return True
-        config = self.config
-        late_s = late_after_s(
-            _choice(plan, primary_id), floor_s=config.hedge_delay_s, factor=config.hedge_late_factor
-        )
-        return ttft_s > late_s
+        return ttft_s > self.late_after(plan, _choice(plan, primary_id), features, "late")
 
     def on_cancel(self, endpoint: EndpointInfo, features: RequestFeatures) -> float:
         """A hedge leg lost the race: what it cost (its prompt)."""

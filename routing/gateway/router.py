@@ -122,7 +122,10 @@ class LiveRouter:
     # --- hedging (R3) ----------------------------------------------------------------------
     def hedge_decision(self, session: GatewaySession, now: float) -> HedgeDecision:
         primary = None if session.primary is None else session.primary.endpoint_id
-        return self.core.hedge_decision(self.accepted.plan, self.accepted.chat.stream, primary)
+        accepted = self.accepted
+        return self.core.hedge_decision(
+            accepted.plan, accepted.chat.stream, primary, accepted.features
+        )
 
     def start_hedge(self, session: GatewaySession, now: float) -> HedgeStart | None:
         if session.primary is None:
@@ -151,7 +154,8 @@ class LiveRouter:
             return
         ttft_ms = primary.data.record.ttft_ms if winner is primary else None
         ttft_s = None if ttft_ms is None else ttft_ms / 1000
-        stalled = self.core.primary_stalled(self.accepted.plan, primary.endpoint_id, ttft_s)
+        plan, features = self.accepted.plan, self.accepted.features
+        stalled = self.core.primary_stalled(plan, primary.endpoint_id, ttft_s, features)
         verdict = HEDGE_STALLED if stalled else HEDGE_NOT_STALLED
         for leg in session.legs:
             if leg.hedge_leg and leg.data is not None:

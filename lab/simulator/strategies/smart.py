@@ -63,7 +63,7 @@ class Smart(LearnsFromCalls, Strategy):
         if run.plan is None:
             return NO_HEDGE
         primary = None if run.primary is None else run.primary.endpoint_id
-        return self.router.hedge_decision(run.plan, run.request.stream, primary)
+        return self.router.hedge_decision(run.plan, run.request.stream, primary, run.scratch)
 
     def start_hedge(self, run: Run, now: float) -> HedgeStart | None:
         primary = run.primary.endpoint_id
@@ -82,7 +82,9 @@ class Smart(LearnsFromCalls, Strategy):
         primary, winner = run.primary, run.winner
         if primary is not None and winner is not None:
             ttft = primary.delay if winner is primary else None
-            run.primary_stalled = self.router.primary_stalled(run.plan, primary.endpoint_id, ttft)
+            run.primary_stalled = self.router.primary_stalled(
+                run.plan, primary.endpoint_id, ttft, run.scratch
+            )
 
     def on_cancel(self, run: Run, leg: Leg) -> float:
         return self.router.on_cancel(self._choice(run, leg.endpoint_id).endpoint, run.scratch)
