@@ -10,6 +10,7 @@ from routing.core.hedge import (
     late_share,
     ration_share,
 )
+from routing.core.speed import SpeedBook, SpeedSample, size_line, typical_for_size
 
 from .factories import endpoint
 
@@ -120,3 +121,35 @@ def test_ration_share_and_hedge_values():
 def test_hedge_value_prefers_likely_costly_cheap_hedges():
     assert hedge_value(1.0, 6.0, 0.01) > hedge_value(0.1, 6.0, 0.01)  # late now vs maybe
     assert hedge_value(1.0, 6.0, 0.01) > hedge_value(1.0, 6.0, 0.04)  # a dearer leg
+
+
+def test_size_line_puts_the_reference_at_the_prompts_size():
+    """A window of 32k-128k prompts at 0.6 s + 20 µs per token, one call in ten stalled
+    8 s: the line through the halves' medians ignores the stalls, and a 40k prompt's
+    reference is ~1.4 s where the window's typical value is ~2.2 s."""
+    samples = []
+    for i in range(40):
+        prompt = 32_000 + i * 2_400
+        ttft = 0.6 + prompt / 50_000 + (8.0 if i % 10 == 3 else 0.0)
+        samples.append(SpeedSample(float(i), ttft, prompt_tokens=prompt))
+    line = size_line(samples)
+    assert line is not None
+    assert line[1] == pytest.approx(1 / 50_000, rel=0.05)
+    assert typical_for_size(2.2, line, 40_000) == pytest.approx(1.4, abs=0.05)
+    assert typical_for_size(2.2, line, 400_000) == 4.4  # at most 2x the typical value
+    assert size_line(samples[:9]) is None  # too few
+    same_size = [SpeedSample(float(i), 1.0 + i / 100, prompt_tokens=64_000) for i in range(20)]
+    assert size_line(same_size) is None  # no spread of sizes: no line
+
+
+def test_summary_reads_the_reference_at_a_size():
+    book = SpeedBook()
+    for i in range(20):
+        prompt = 32_000 + i * 4_800
+        book.record(
+            1, "32k-128k", SpeedSample(float(i), 0.6 + prompt / 50_000, prompt_tokens=prompt)
+        )
+    summary = book.summary()
+    assert summary.typical_at(1, "32k-128k", 40_000) == pytest.approx(1.4, abs=0.05)
+    assert summary.typical_at(1, "32k-128k", 0) == summary.typical(1, "32k-128k")
+    assert summary.typical_at(2, "32k-128k", 40_000) is None
