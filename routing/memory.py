@@ -56,6 +56,7 @@ SAMPLE_FIELDS = (
     "output_tokens_per_s",
     "restarts_window",
     "created_at",
+    "prompt_tokens",
 )
 
 
@@ -83,14 +84,15 @@ def load_speed_summary(endpoint_ids: list[int] | None = None) -> SpeedSummary:
     throughput: dict[int, list[float]] = defaultdict(list)
     rows = ranked.order_by("-id").values_list(*SAMPLE_FIELDS)
     stale_after_s = config.speed_stale_after_s
-    for endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at in rows:  # newest first
+    for row in rows:  # newest first
+        endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at, size = row
         speed_key, t = (endpoint_id, speed_bucket(bucket, cached)), created_at.timestamp()
         window = samples[speed_key]
         if window and window[-1].t - t > stale_after_s:
             restarted.add(speed_key)  # a long silence restarts the window (as SpeedBook)
         if speed_key in restarted:
             continue  # older than the window's restart (a confirmed probe shift, a gap)
-        window.append(TimedSample(t, ttft_ms / 1000))
+        window.append(TimedSample(t, ttft_ms / 1000, prompt_tokens=size or 0))
         if restarts:
             restarted.add(speed_key)
         if tps:
@@ -141,7 +143,8 @@ class SpeedFeed:
 
     def _apply(self, rows) -> None:
         assert self.book is not None
-        for row_id, endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at in rows:
+        for row in rows:
+            row_id, endpoint_id, bucket, cached, ttft_ms, tps, restarts, created_at, size = row
             self.rows_read += 1
             if row_id in self._seen:
                 continue
@@ -150,7 +153,8 @@ class SpeedFeed:
             self._note_gaps(row_id)
             if restarts:
                 self.book.restart(endpoint_id, speed_bucket(bucket, cached))
-            sample = CoreSample(created_at.timestamp(), ttft_ms / 1000, cached=cached)
+            t = created_at.timestamp()
+            sample = CoreSample(t, ttft_ms / 1000, cached=cached, prompt_tokens=size or 0)
             self.book.record(endpoint_id, bucket, sample)
             if tps:
                 self.book.record_throughput(endpoint_id, tps)

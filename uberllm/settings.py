@@ -372,6 +372,10 @@ UBERLLM = SettingsDict(
         # R3 hedging of long streaming prompts: wait before the second leg (32k-128k), the
         # size thresholds, and the daily budget (USD) that pays for the cancelled legs.
         "HEDGE_DELAY_S": env.float("UBERLLM_HEDGE_DELAY_S", default=1.0),
+        # R3.1 (issue 43): "late" = after max(HEDGE_DELAY_S, factor x the primary's typical
+        # TTFT for this request); "flat" = after HEDGE_DELAY_S (the seed's trigger)
+        "HEDGE_TRIGGER": env.str("UBERLLM_HEDGE_TRIGGER", default="late"),
+        "HEDGE_LATE_FACTOR": env.float("UBERLLM_HEDGE_LATE_FACTOR", default=2.0),
         "HEDGE_DELAYED_FROM_TOKENS": env.int("UBERLLM_HEDGE_DELAYED_FROM_TOKENS", default=32_000),
         "HEDGE_IMMEDIATE_FROM_TOKENS": env.int(
             "UBERLLM_HEDGE_IMMEDIATE_FROM_TOKENS", default=128_000

@@ -42,7 +42,9 @@ PRICE_FIELDS = frozenset({"price_input", "price_cache_read", "price_cache_write"
 GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/settings.py)
     "hedge_budget_usd_per_day": 5.0,
     "hedge_budget_burst_s": 3_600.0,  # paced daily hedge budget; >= 86400: not paced
-    "hedge_delay_s": 1.0,
+    "hedge_delay_s": 1.0,  # R3.1's floor (live HEDGE_DELAY_S)
+    "hedge_trigger": "late",  # "late" or "flat" (live HEDGE_TRIGGER)
+    "hedge_late_factor": 2.0,  # late = x the primary's typical TTFT (HEDGE_LATE_FACTOR)
     "hedge_delayed_from_tokens": 32_000,
     "hedge_immediate_from_tokens": 128_000,
     "probe_period_s": 300.0,

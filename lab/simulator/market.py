@@ -185,6 +185,12 @@ class Market:
             return (TIMEOUT, None, timeout, 0)
         return (OK, None, ttft, cached)
 
+    def stalled(self, request: SimRequest, endpoint_id: int, nth: int = 0) -> bool:
+        """Whether the market drew a stall for this attempt (the truth a hedge is judged
+        by: ``ttft``'s stall draw, whatever the attempt's outcome)."""
+        u = uniforms(mix(self.seed, request.rseed, endpoint_id, nth), 7)
+        return u[5] < self.endpoints[endpoint_id].stall_probability
+
     def tokens_last_minute(self, endpoint_id: int, now: float) -> int:
         """Prompt tokens of the calls the endpoint accepted from us in the last 60 s."""
         window = self._tpm[endpoint_id]

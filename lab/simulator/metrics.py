@@ -20,6 +20,15 @@ from typing import Any
 from .runs import Run
 
 BUCKET_NAMES = ("<8k", "8k-32k", "32k-128k", ">128k")
+MID_BUCKET = 2  # 32k-128k: R3.1's delayed hedges
+HEDGE_SPLIT = (
+    "hedge_legs_stalled",
+    "hedge_legs_not_stalled",
+    "hedge_spend_stalled",
+    "hedge_spend_not_stalled",
+    "mid_hedge_spend_stalled",
+    "mid_hedge_spend_not_stalled",
+)
 LONG_TOKENS = 32_000
 
 
@@ -86,6 +95,14 @@ class Metrics:
     cut_spend = _Timed()
     long_stream_hedge_spend = _Timed()  # the part of hedge_spend for streams >= 32k
     long_probe_spend = _Timed()  # the part of probe_spend at sizes >= 32k
+    # hedge legs and what their losses cost, split by whether the market had drawn a
+    # stall for the primary leg (the truth); "mid": prompts of 32k-128k
+    hedge_legs_stalled = _Timed()
+    hedge_legs_not_stalled = _Timed()
+    hedge_spend_stalled = _Timed()
+    hedge_spend_not_stalled = _Timed()
+    mid_hedge_spend_stalled = _Timed()
+    mid_hedge_spend_not_stalled = _Timed()
 
     def __init__(
         self,
@@ -107,6 +124,8 @@ class Metrics:
         self.probes_over_budget = 0  # probes not sent: the day's budget was spent
         self.probes_below_volume = 0  # probes not sent: too little traffic of that size
         self.hedge_legs = 0
+        for name in HEDGE_SPLIT:
+            setattr(self, name, 0.0)
         self.cut_streams = 0  # served calls the provider cut (endpoint cut_rate)
         self.cut_spend = 0.0  # what cut replies being assembled whole cost (retried)
         self.long_stream_hedge_spend = 0.0
@@ -139,6 +158,7 @@ class Metrics:
                 served,
                 fast,
                 request.t,
+                run.primary_stalled,
             )
         )
         window = int(request.t // self.window_s)
@@ -154,6 +174,7 @@ class Metrics:
             "cut_spend",
             "long_stream_hedge_spend",
             "long_probe_spend",
+            *HEDGE_SPLIT,
         )
         if window is None:
             return {name: getattr(self, name) for name in names}
@@ -188,6 +209,7 @@ class Metrics:
             "retry_share": _r(sum(r[8] for r in rows) / n, 5),
             "share_with_429": _r(sum(r[9] for r in rows) / n, 5),
             "hedged_share": _r(sum(r[10] for r in rows) / n, 5),
+            "hedges": _hedge_split(rows, platform),
             **self._platform_figures(platform, n),
             "lost_ms_per_request": _r(1000 * sum(r[11] for r in rows) / n, 1),
             "fast_enough_share": _fast_enough_share(served),
@@ -289,6 +311,40 @@ def _long_stream_platform(
     long_cost = sum(r[7] for r in rows if r[2] >= LONG_TOKENS)
     share = long_stream_cost / long_cost if long_cost else 0.0
     return platform["long_stream_hedge_spend"], share * platform["long_probe_spend"]
+
+
+def hedge_split(
+    metrics: Metrics, bucket_index: int, primary_stalled: bool, spend_usd: float | None
+) -> None:
+    """Count a hedge leg (``spend_usd`` None) or its lost prompt's cost, by whether its
+    primary was stalled; a 32k-128k request's spend also in the "mid" totals."""
+    tail = "stalled" if primary_stalled else "not_stalled"
+    if spend_usd is None:
+        name = "hedge_legs_" + tail
+        setattr(metrics, name, getattr(metrics, name) + 1)
+        return
+    names = ["hedge_spend_" + tail]
+    if bucket_index == MID_BUCKET:
+        names.append("mid_hedge_spend_" + tail)
+    for name in names:
+        setattr(metrics, name, getattr(metrics, name) + spend_usd)
+
+
+def _hedge_split(rows: list[tuple], platform: dict) -> dict[str, Any]:
+    """Hedge legs and spend by whether the primary was stalled (the market's draw), the
+    32k-128k spend on primaries that were not, and the live rule's verdicts."""
+    mid_stalled = platform["mid_hedge_spend_stalled"]
+    mid_not = platform["mid_hedge_spend_not_stalled"]
+    verdicts = [r[15] for r in rows if r[15] is not None]
+    return {
+        "legs_primary_stalled": round(platform["hedge_legs_stalled"]),
+        "legs_primary_not_stalled": round(platform["hedge_legs_not_stalled"]),
+        "spend_usd_primary_stalled": _r(platform["hedge_spend_stalled"], 5),
+        "spend_usd_primary_not_stalled": _r(platform["hedge_spend_not_stalled"], 5),
+        "spend_32k_128k_not_stalled_share": _r(mid_not / ((mid_stalled + mid_not) or 1), 4),
+        "judged_stalled_live_rule": sum(verdicts),
+        "judged_not_stalled_live_rule": len(verdicts) - sum(verdicts),
+    }
 
 
 def _shares(counts: dict[str, int], total: int, digits: int) -> dict[str, float]:

@@ -59,6 +59,11 @@ ROWS: list[tuple[str, Callable[[Summary], str]]] = [
     ("hedged", lambda s: _pct(s["hedged_share"])),
     ("failed (all attempts)", lambda s: _pct(s["failed_share"])),
     ("hedge spend (platform)", lambda s: _usd(s["hedge_spend_usd"])),
+    ("hedge legs: primary stalled / not", lambda s: _hedge_legs(s)),
+    (
+        "32k-128k hedge spend, not stalled",
+        lambda s: _pct(s["hedges"]["spend_32k_128k_not_stalled_share"]),
+    ),
     ("probe spend (platform)", lambda s: _usd(s["probe_spend_usd"])),
     ("probe spend: most in a UTC day", lambda s: _probe_day(s)),
     ("lost on failed tries (ms/req)", lambda s: _ms(s["lost_ms_per_request"])),
@@ -116,3 +121,9 @@ def format_report(document: dict[str, Any]) -> str:
         [[p, *(_pct(results[n]["provider_share"].get(p, 0.0)) for n in names)] for p in providers],
     )
     return f"{head}\n\n{metrics}\n\n{shares}\n"
+
+
+def _hedge_legs(summary: dict) -> str:
+    """Hedge legs split by whether the market drew a stall for the primary (issue 43)."""
+    hedges = summary["hedges"]
+    return f"{hedges['legs_primary_stalled']} / {hedges['legs_primary_not_stalled']}"

@@ -37,7 +37,9 @@ class Run(GatewaySession):
     ``order`` is a non-plan strategy's ranking (endpoint ids); ``best_ttft`` the best
     first-token time any endpoint would have realised at arrival; ``cost`` the serving
     provider's bill; ``hit429`` whether any attempt got a 429; ``output_tokens`` what
-    the serving endpoint sent or was sending (None: never served).
+    the serving endpoint sent or was sending (None: never served); ``primary_stalled``
+    whether a hedged call's primary was stalled as the live gateway judges it
+    (``SmartRouter.primary_stalled``; None: not hedged, or no leg won).
     """
 
     leg_type = Leg
@@ -46,3 +48,4 @@ class Run(GatewaySession):
     cost: float = 0.0
     hit429: bool = False
     output_tokens: int | None = None
+    primary_stalled: bool | None = None  # a hedged call's primary, by the live rule

@@ -28,7 +28,7 @@ from routing.core import RoutingError
 from routing.core.session import Action, CancelLeg, Done, OpenLeg, Serve, StartTimer
 
 from .market import OK, Market
-from .metrics import Metrics, is_long_stream
+from .metrics import Metrics, hedge_split, is_long_stream
 from .runs import Leg, Run
 from .scenario import Scenario
 from .strategies.base import Strategy
@@ -92,6 +92,7 @@ class Shell:
                     self.metrics.hedge_spend += cost
                     if is_long_stream(run.request):
                         self.metrics.long_stream_hedge_spend += cost
+                    self._hedge_split(run, cost)
                 case Serve(leg):
                     self._serve(run, leg)
                 case Done(outcome):
@@ -105,7 +106,17 @@ class Shell:
             market.accepted(leg.endpoint_id, run.request.prompt_tokens, now)
         if leg.hedge_leg:
             self.metrics.hedge_legs += 1
+            self._hedge_split(run, None)
         self.at(now + leg.delay, self._resolve, (run, leg))
+
+    def _hedge_split(self, run: Run, spend_usd: float | None) -> None:
+        """A hedge leg opened (``spend_usd`` None) or a lost leg's cost, by whether the
+        market drew a stall for the request's primary leg."""
+        primary = run.primary
+        if primary is None:
+            return
+        stalled = self.market.stalled(run.request, primary.endpoint_id, primary.nth)
+        hedge_split(self.metrics, run.request.bucket_index, stalled, spend_usd)
 
     def _serve(self, run: Run, leg: Leg) -> None:
         now, market, request = self.now, self.market, run.request

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .candidate import SmartTuning
+from .hedge import HEDGE_TRIGGERS
 
 # (attribute, settings key, scenario key): every knob, once
 _FIELDS: tuple[tuple[str, str, str], ...] = (
@@ -25,6 +26,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("hedge_budget_usd_per_day", "HEDGE_DAILY_BUDGET_USD", "hedge_budget_usd_per_day"),
     ("hedge_budget_burst_s", "HEDGE_BUDGET_BURST_S", "hedge_budget_burst_s"),
     ("hedge_delay_s", "HEDGE_DELAY_S", "hedge_delay_s"),
+    ("hedge_trigger", "HEDGE_TRIGGER", "hedge_trigger"),
+    ("hedge_late_factor", "HEDGE_LATE_FACTOR", "hedge_late_factor"),
     ("hedge_delayed_from_tokens", "HEDGE_DELAYED_FROM_TOKENS", "hedge_delayed_from_tokens"),
     ("hedge_immediate_from_tokens", "HEDGE_IMMEDIATE_FROM_TOKENS", "hedge_immediate_from_tokens"),
     ("unusable_window_s", "UNUSABLE_WINDOW_S", "unusable_window_s"),
@@ -57,7 +60,9 @@ class GatewayConfig:
     fast_enough_under_s_long: float | None = None
     hedge_budget_usd_per_day: float = 5.0
     hedge_budget_burst_s: float = 3_600.0
-    hedge_delay_s: float = 1.0
+    hedge_delay_s: float = 1.0  # R3.1's floor: a first token is never late before it
+    hedge_trigger: str = "late"  # "late": x hedge_late_factor its typical; "flat": the floor
+    hedge_late_factor: float = 2.0
     hedge_delayed_from_tokens: int = 32_000
     hedge_immediate_from_tokens: int = 128_000
     unusable_window_s: float = 900.0
@@ -78,6 +83,8 @@ class GatewayConfig:
     tuning: SmartTuning = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.hedge_trigger not in HEDGE_TRIGGERS:
+            raise ValueError(f"hedge_trigger must be one of {', '.join(HEDGE_TRIGGERS)}")
         tuning = SmartTuning(
             fast_enough_ratio=self.fast_enough_ratio,
             fast_enough_under_s=self.fast_enough_under_s,

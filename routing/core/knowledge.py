@@ -21,6 +21,7 @@ from collections.abc import Container, Hashable, Iterable, MutableMapping, Seque
 from .capacity import ConcurrencyCaps
 from .config import DEFAULT_CONFIG, GatewayConfig
 from .followups import FollowupEstimator
+from .hedge import HedgeValues
 from .lessons import Cut, Failed, HedgeSettled, Lesson, Marked, Probed, Served, ToolCallChecked
 from .marks import Reliability, UnusableMarks
 from .prefix import PrefixBook, PrefixHashes
@@ -66,6 +67,7 @@ class RoutingKnowledge:
         self.output_lengths = OutputLengths()
         self.tokens = TokenEstimator()
         self.tool_calls = ToolCallQuality()
+        self.hedge_values = HedgeValues()  # recent hedges' values (R3.4 rationed)
         self.real_at: dict[tuple[int, str], float] = {}  # last real uncached sample
         self._expired_at = -EXPIRE_EVERY_S
         self._purged_at = 0.0
@@ -86,6 +88,12 @@ class RoutingKnowledge:
             self._expired_at = now
             return book.summary(now)
         return book.summary()
+
+    def last_summary(self) -> SpeedSummary:
+        """The summary as of the last ``summary(now)`` (a read that expires nothing: a
+        hedge decided mid-request sees what its plan saw, plus newer samples)."""
+        book = self.book
+        return self.shared_speed if book is None else book.summary()
 
     def unusable(self, now: float) -> frozenset[int]:
         """Marked endpoints (R2.7), the ones back from a mark whose ramp our calls in
@@ -231,7 +239,8 @@ class RoutingKnowledge:
         streak = self.marks.record_success(eid)
         self.health.served(eid, now)
         if lesson.ttft_s is not None and self.book is not None:
-            sample = SpeedSample(now, lesson.ttft_s, cached=lesson.cached)
+            size = lesson.prompt_tokens or lesson.raw_prompt_tokens
+            sample = SpeedSample(now, lesson.ttft_s, cached=lesson.cached, prompt_tokens=size)
             self.book.record(eid, lesson.sample_bucket, sample)
             if not lesson.cached:
                 self.real_at[(eid, lesson.sample_bucket)] = now
@@ -258,5 +267,6 @@ class RoutingKnowledge:
             if lesson.restart:
                 self.book.restart(eid, bucket)
             for ttft in lesson.ttfts:
-                self.book.record(eid, bucket, SpeedSample(now, ttft, is_probe=True))
+                sample = SpeedSample(now, ttft, is_probe=True, prompt_tokens=lesson.prompt_tokens)
+                self.book.record(eid, bucket, sample)
         return NOTHING

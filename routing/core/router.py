@@ -15,13 +15,23 @@ knowledge; simulated: ``InMemoryHedgeBudget`` and a knowledge updated in place.
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .budget import budget_day
+from .budget import SECONDS_PER_DAY, budget_day
 from .config import GatewayConfig
-from .hedge import NO_HEDGE, HedgeDecision, hedge_partner, hedge_policy
+from .hedge import (
+    NO_HEDGE,
+    HedgeDecision,
+    expected_ttft_s,
+    hedge_partner,
+    hedge_policy,
+    hedge_value,
+    late_after_s,
+    late_share,
+    ration_share,
+)
 from .knowledge import RoutingKnowledge
 from .lessons import Cut, Failed, HedgeSettled, Lesson, Served, ToolCallChecked
 from .options import RoutingOptions
@@ -29,10 +39,29 @@ from .plan import plan_route
 from .pricing import request_cost
 from .retry import classify_failure
 from .session import HedgeStart, Step
-from .speed import mostly_cached
+from .speed import mostly_cached, speed_bucket
 from .timeouts import first_token_timeout_s
 from .toolcalls import check_tool_calls
-from .types import EndpointInfo, ModelInfo, RequestFeatures, RoutePlan, bucket_for
+from .types import (
+    BUCKET_LOWER_BOUND,
+    EndpointInfo,
+    ModelInfo,
+    RequestFeatures,
+    RouteChoice,
+    RoutePlan,
+    bucket_for,
+)
+
+
+def _choice(plan: RoutePlan, endpoint_id: int | None) -> RouteChoice:
+    """The plan's choice for ``endpoint_id`` (None: the plan's first)."""
+    if endpoint_id is None:
+        return plan.first
+    return next(c for c in plan.choices if c.endpoint_id == endpoint_id)
+
+
+def _known(expected: dict[int, float | None]) -> dict[int, float]:
+    return {k: v for k, v in expected.items() if v is not None}
 
 
 class Stores(Protocol):
@@ -167,7 +196,15 @@ class SmartRouter:
         return None
 
     # --- hedging (R3) ---------------------------------------------------------------------
-    def hedge_decision(self, plan: RoutePlan, stream: bool) -> HedgeDecision:
+    def hedge_decision(
+        self,
+        plan: RoutePlan,
+        stream: bool,
+        primary_id: int | None = None,
+        features: RequestFeatures | None = None,
+    ) -> HedgeDecision:
+        """R3.1/R3.2 for a leg at ``primary_id`` (default: the plan's first): a delayed
+        hedge starts once its first token is late (``late_after``)."""
         config = self.config
         if not stream or not config.hedging:
             return NO_HEDGE
@@ -178,8 +215,42 @@ class SmartRouter:
             0.0,
             delayed_from_tokens=config.hedge_delayed_from_tokens,
             immediate_from_tokens=config.hedge_immediate_from_tokens,
-            delay_s=config.hedge_delay_s,
+            delay_s=self.late_after(plan, _choice(plan, primary_id), features),
         )
+
+    def late_after(
+        self,
+        plan: RoutePlan,
+        choice: RouteChoice,
+        features: RequestFeatures | None = None,
+        trigger: str | None = None,
+    ) -> float:
+        """Seconds after which the first token at ``choice`` is late (``late_after_s``
+        with the settings: the floor ``hedge_delay_s``, ``hedge_late_factor``,
+        ``hedge_trigger``); the reference is its typical TTFT for this prompt's size
+        (``reference_for``)."""
+        config = self.config
+        return late_after_s(
+            choice,
+            floor_s=config.hedge_delay_s,
+            factor=config.hedge_late_factor,
+            trigger=config.hedge_trigger if trigger is None else trigger,
+            reference_s=self.reference_for(plan, choice, features),
+        )
+
+    def reference_for(
+        self, plan: RoutePlan, choice: RouteChoice, features: RequestFeatures | None
+    ) -> float | None:
+        """What ``choice`` normally takes for this request: its window's typical TTFT
+        at this prompt's size (``SpeedSummary.typical_at``: the window's size line), in
+        the cache state the prompt is expected to have there; None: ``choice``'s own
+        figure (``hedge.reference_ttft_s``)."""
+        if features is None or choice.typical_ttft_s is None:
+            return None
+        prompt, endpoint_id = features.prompt_tokens, choice.endpoint_id
+        warm = mostly_cached(features.cached_tokens.get(endpoint_id, 0), prompt)
+        key = speed_bucket(plan.bucket, warm)
+        return self.knowledge.last_summary().typical_at(endpoint_id, key, prompt)
 
     def start_hedge(
         self,
@@ -189,25 +260,96 @@ class SmartRouter:
         tried: Sequence[int],
         now_unix: float,
         model_start: int = 0,
+        now: float | None = None,
     ) -> HedgeStart | None:
-        """The partner (``hedge_partner``) if the attempts allow one more and the budget
-        left covers either leg losing (the dearer prompt is reserved)."""
-        if len(tried) - model_start >= self.config.max_attempts or not self.config.hedging:
+        """The partner most likely to beat a stalled primary (``hedge_partner`` by
+        expected TTFT) if the attempts allow one more, the budget left covers either leg
+        losing (the dearer prompt is reserved) and, when the day's spend runs ahead of
+        its pace, the hedge is among the most valuable (``worth_hedging``). ``now``: the
+        knowledge's clock (default ``now_unix``)."""
+        config = self.config
+        if len(tried) - model_start >= config.max_attempts or not config.hedging:
             return None
-        by_id = {c.endpoint.endpoint_id: c for c in plan.choices}
-        partner = hedge_partner(plan, by_id[primary_id])
-        if partner is None or partner.endpoint.endpoint_id in tried:
+        windows = self._windows(plan, features, now_unix if now is None else now)
+        primary = _choice(plan, primary_id)
+        expected = {
+            c.endpoint_id: expected_ttft_s(windows.get(c.endpoint_id, ()), c.typical_ttft_s)
+            for c in plan.choices
+        }
+        partner = hedge_partner(plan, primary, _known(expected), tried)
+        if partner is None:
             return None
         prompt, cached = features.prompt_tokens, features.cached_tokens
         reserve = max(
-            loser_cost(by_id[primary_id].endpoint, prompt, cached.get(primary_id, 0)),
-            loser_cost(partner.endpoint, prompt, cached.get(partner.endpoint.endpoint_id, 0)),
+            loser_cost(primary.endpoint, prompt, cached.get(primary_id, 0)),
+            loser_cost(partner.endpoint, prompt, cached.get(partner.endpoint_id, 0)),
         )
         day = budget_day(now_unix)
-        stores = self.stores
-        if reserve > stores.hedge_budget_left(day) or not stores.reserve(reserve, day):
+        left = self.stores.hedge_budget_left(day)
+        worth = self.worth_hedging(plan, features, primary, windows, reserve, left)
+        if reserve > left or not worth:
             return None
-        return HedgeStart(partner.endpoint.endpoint_id, reserve, day)
+        if not self.stores.reserve(reserve, day):
+            return None
+        return HedgeStart(partner.endpoint_id, reserve, day)
+
+    def worth_hedging(
+        self,
+        plan: RoutePlan,
+        features: RequestFeatures,
+        primary: RouteChoice,
+        windows: Mapping[int, tuple[float, ...]],
+        reserve_usd: float,
+        left_usd: float,
+    ) -> bool:
+        """R3.4 rationed: while the paced budget keeps pace every hedge goes; when the
+        day's spend runs ahead (``ration_share`` < 1), only hedges whose value (the
+        chance that the primary is stalled x its slow tail, per USD reserved) is among
+        the best recent ones: a stall most likely and most costly. A delayed hedge's
+        primary is late already (chance 1); an immediate one's (R3.2) is its endpoint's
+        share of late first tokens."""
+        config = self.config
+        burst_usd = config.hedge_budget_usd_per_day * min(
+            1.0, config.hedge_budget_burst_s / SECONDS_PER_DAY
+        )
+        samples = windows.get(primary.endpoint_id, ())
+        late_s = self.late_after(plan, primary, features)
+        stall_cost_s = max(late_s, (samples[int(0.9 * len(samples))] if samples else 0.0))
+        immediate = BUCKET_LOWER_BOUND[plan.bucket] >= config.hedge_immediate_from_tokens
+        # a delayed hedge's primary is late already; an immediate one's stalls this often
+        likelihood = late_share(samples, late_s) if immediate else 1.0
+        value = hedge_value(likelihood, stall_cost_s, reserve_usd)
+        return self.knowledge.hedge_values.admits(value, ration_share(left_usd, burst_usd))
+
+    def _windows(
+        self, plan: RoutePlan, features: RequestFeatures, now: float
+    ) -> dict[int, tuple[float, ...]]:
+        """Each planned endpoint's TTFT samples (ascending) in this request's window:
+        its bucket, cached or uncached as this prompt is expected to be there."""
+        summary = self.knowledge.last_summary()
+        prompt, cached = features.prompt_tokens, features.cached_tokens
+        windows = {}
+        for choice in plan.choices:
+            endpoint_id = choice.endpoint_id
+            warm = mostly_cached(cached.get(endpoint_id, 0), prompt)
+            key = (endpoint_id, speed_bucket(plan.bucket, warm))
+            windows[endpoint_id] = summary.samples_by_key.get(key, ())
+        return windows
+
+    def primary_stalled(
+        self,
+        plan: RoutePlan,
+        primary_id: int,
+        ttft_s: float | None,
+        features: RequestFeatures | None = None,
+    ) -> bool:
+        """Whether a hedged call's primary was in fact stalled: it did not win
+        (``ttft_s`` None: the hedge leg won) or its first token came later than the late
+        rule's reference (``late_after`` with the late trigger, whichever trigger is
+        set: with the flat one a hedge of a normal slow prefill is seen as such)."""
+        if ttft_s is None:
+            return True
+        return ttft_s > self.late_after(plan, _choice(plan, primary_id), features, "late")
 
     def on_cancel(self, endpoint: EndpointInfo, features: RequestFeatures) -> float:
         """A hedge leg lost the race: what it cost (its prompt)."""

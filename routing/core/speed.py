@@ -43,12 +43,14 @@ def speed_bucket(bucket: str, cached: bool) -> str:
 @dataclass(frozen=True, slots=True)
 class SpeedSample:
     """One measured call: ``t`` = when (clock seconds), ``ttft_s`` = time to first token,
-    ``cached``: most of its prompt was a cache read (it goes to the cached window)."""
+    ``cached``: most of its prompt was a cache read (it goes to the cached window),
+    ``prompt_tokens``: its prompt's size (``size_line``)."""
 
     t: float
     ttft_s: float
     is_probe: bool = False
     cached: bool = False
+    prompt_tokens: int = 0  # the call's prompt size (0: unknown)
 
 
 def weighted_median(sorted_values: list[float], weights: list[float]) -> float:
@@ -82,6 +84,45 @@ def slow_tail(ttfts: Iterable[float], typical: float | None = None) -> float:
     assert typical is not None
     index = min(len(values) - 1, int(TAIL_QUANTILE * len(values)))
     return max(0.0, values[index] - typical)
+
+
+SIZE_LINE_MIN_SAMPLES = 10
+SIZE_LINE_MIN_SPREAD = 1.3  # the upper half's median prompt >= 1.3 x the lower half's
+
+Line = tuple[float, float]  # (intercept s, slope s per token)
+
+
+def size_line(samples: Iterable[SpeedSample]) -> Line | None:
+    """How a window's TTFT grows with the prompt's size, robust to stalls: the line
+    through the (median prompt, median TTFT) of its smaller and its larger half; None
+    with fewer than ``SIZE_LINE_MIN_SAMPLES`` sized samples, too little spread of sizes
+    or a line that does not rise."""
+    sized = sorted((s.prompt_tokens, s.ttft_s) for s in samples if s.prompt_tokens > 0)
+    if len(sized) < SIZE_LINE_MIN_SAMPLES:
+        return None
+    half = len(sized) // 2
+    low, high = sized[:half], sized[-half:]
+    low_p, high_p = median(p for p, _ in low), median(p for p, _ in high)
+    if high_p < SIZE_LINE_MIN_SPREAD * low_p:
+        return None
+    low_t, high_t = median(t for _, t in low), median(t for _, t in high)
+    slope = (high_t - low_t) / (high_p - low_p)
+    if slope <= 0:
+        return None
+    return low_t - slope * low_p, slope
+
+
+SIZE_REFERENCE_BOUNDS = (0.5, 2.0)  # x the window's typical TTFT
+
+
+def typical_for_size(typical: float, line: Line | None, prompt_tokens: int) -> float:
+    """The typical TTFT of a ``prompt_tokens`` prompt in a window: on its ``size_line``,
+    kept within ``SIZE_REFERENCE_BOUNDS`` x the window's typical value."""
+    if line is None or prompt_tokens <= 0:
+        return typical
+    low, high = SIZE_REFERENCE_BOUNDS
+    at_size = line[0] + line[1] * prompt_tokens
+    return min(high * typical, max(low * typical, at_size))
 
 
 def typical_ttft(ttfts: Iterable[float]) -> float | None:
@@ -161,6 +202,7 @@ class SpeedSummary:
     # OpenRouter's percentile preferences (preferences.py)
     samples_by_key: Mapping[SpeedKey, tuple[float, ...]] = field(default_factory=dict)
     throughput_samples_by_endpoint: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
+    line_by_key: Mapping[SpeedKey, Line] = field(default_factory=dict)  # size_line
     # figures derived from this snapshot, computed once per snapshot (plan.model_cache_ratio)
     derived: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -170,6 +212,13 @@ class SpeedSummary:
 
     def typical(self, endpoint_id: int, bucket: str) -> float | None:
         return self.typical_by_key.get((endpoint_id, bucket))
+
+    def typical_at(self, endpoint_id: int, bucket: str, prompt_tokens: int) -> float | None:
+        """The window's typical TTFT for a prompt of this size (``typical_for_size``)."""
+        typical = self.typical_by_key.get((endpoint_id, bucket))
+        if typical is None:
+            return None
+        return typical_for_size(typical, self.line_by_key.get((endpoint_id, bucket)), prompt_tokens)
 
     def count(self, endpoint_id: int, bucket: str) -> int:
         return self.count_by_key.get((endpoint_id, bucket), 0)
@@ -217,7 +266,14 @@ def summarise(
     newest_by_key: dict[SpeedKey, float] = {}
     tail_by_key: dict[SpeedKey, float] = {}
     ordered_by_key: dict[SpeedKey, tuple[float, ...]] = {}
+    line_by_key: dict[SpeedKey, Line] = {}
     for key, samples in samples_by_key.items():
+        samples = list(samples)
+        timed = [s for s in samples if isinstance(s, SpeedSample)]
+        kept = [s for s in timed if oldest_kept is None or s.t >= oldest_kept]
+        line = size_line(kept)
+        if line is not None:
+            line_by_key[key] = line
         values, newest = _ttft_values(samples, oldest_kept)
         typical = typical_ttft(values)
         if typical is not None:
@@ -239,6 +295,7 @@ def summarise(
         stale,
         tail_by_key,
         ordered_by_key,
+        line_by_key=line_by_key,
     )
 
 
@@ -279,6 +336,7 @@ class SpeedBook:
         self._newest: dict[SpeedKey, float] = {}
         self._tail: dict[SpeedKey, float] = {}
         self._ordered: dict[SpeedKey, tuple[float, ...]] = {}
+        self._line: dict[SpeedKey, Line] = {}
         self._dirty: set[SpeedKey] = set()
         self._summary: SpeedSummary | None = None
 
@@ -337,14 +395,21 @@ class SpeedBook:
                 dict(self._tail),
                 dict(self._ordered),
                 speeds,
+                dict(self._line),
             )
         return self._summary
 
     def _recompute(self, keys: Iterable[SpeedKey]) -> None:
         for key in keys:
             window = self._windows[key]
-            values = [sample.ttft_s for sample in window.samples()]
+            samples = window.samples()
+            values = [sample.ttft_s for sample in samples]
             typical = typical_ttft(values)
+            line = size_line(samples) if typical is not None else None
+            if line is None:
+                self._line.pop(key, None)
+            else:
+                self._line[key] = line
             if typical is None:
                 self._typical.pop(key, None)
                 self._count.pop(key, None)

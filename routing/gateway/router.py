@@ -38,6 +38,10 @@ from .accept import Accepted, replan
 from .relay import tool_calls_of
 
 _rng = random.Random()
+# A hedge leg's attempt reason starts with the race's verdict on its primary.
+HEDGE_STALLED = "hedge: primary stalled"
+HEDGE_NOT_STALLED = "hedge: primary not stalled"
+REASON_MAX = 128  # billing.models.Attempt.reason
 
 
 class LiveStores:
@@ -117,7 +121,11 @@ class LiveRouter:
 
     # --- hedging (R3) ----------------------------------------------------------------------
     def hedge_decision(self, session: GatewaySession, now: float) -> HedgeDecision:
-        return self.core.hedge_decision(self.accepted.plan, self.accepted.chat.stream)
+        primary = None if session.primary is None else session.primary.endpoint_id
+        accepted = self.accepted
+        return self.core.hedge_decision(
+            accepted.plan, accepted.chat.stream, primary, accepted.features
+        )
 
     def start_hedge(self, session: GatewaySession, now: float) -> HedgeStart | None:
         if session.primary is None:
@@ -135,6 +143,24 @@ class LiveRouter:
         race, self.race = self.race, None
         if race is not None:
             self.core.end_hedge(race, session.hedge_cost, time.time())
+            self.judge_primary(session)
+
+    def judge_primary(self, session: GatewaySession) -> None:
+        """A race was won: whether the primary was in fact stalled (the hedge leg won,
+        or the primary's first token came later than its late reference,
+        ``SmartRouter.primary_stalled``), written on the hedge leg's attempt record."""
+        primary, winner = session.primary, session.winner
+        if primary is None or winner is None:
+            return
+        ttft_ms = primary.data.record.ttft_ms if winner is primary else None
+        ttft_s = None if ttft_ms is None else ttft_ms / 1000
+        plan, features = self.accepted.plan, self.accepted.features
+        stalled = self.core.primary_stalled(plan, primary.endpoint_id, ttft_s, features)
+        verdict = HEDGE_STALLED if stalled else HEDGE_NOT_STALLED
+        for leg in session.legs:
+            if leg.hedge_leg and leg.data is not None:
+                record = leg.data.record
+                record.reason = f"{verdict}; {record.reason}"[:REASON_MAX]
 
     def loser_cost(self, endpoint_id: int) -> Decimal:
         """What a cancelled leg is billed: the prompt it was sent, at its input/cache prices."""

@@ -272,3 +272,43 @@ def test_paced_budget_keeps_the_rest_of_the_day_for_later(
     _, provider, _ = _stream_text(client, fresh(LONG))
     assert len(emulator.log("bravo")) == 1  # hedged after 0.3 s
     assert provider == "bravo"  # and bravo answered first
+
+
+def _measure_all_slow(client, emulator, ttft_s: float) -> None:
+    """Every provider's normal long prefill takes ``ttft_s``: all three are fast enough
+    (alpha, the cheapest, leads) and their typical 32k-128k TTFT is ``ttft_s``."""
+    for slug in ("alpha", "bravo", "charlie"):
+        emulator.control(slug, ttft_base_s=ttft_s)
+    _measure_both_fast(client)
+    emulator.reset()
+
+
+def _hedge_leg(row: Activity):
+    return next(a for a in row.attempts.all() if a.hedge_leg)
+
+
+def test_late_trigger_hedges_a_stall_not_a_normal_slow_prefill(client, emulator, hedge_settings):
+    """R3.1 (issue 43): the hedge starts once alpha's first token is late for alpha: a
+    0.8 s prefill is normal there (no hedge, although later than the 0.3 s floor); the
+    same prompt stalled 4 s more is raced, and bravo wins."""
+    _measure_all_slow(client, emulator, 0.8)
+    request_id, provider, _ = _stream_text(client, fresh(LONG))
+    assert provider == "alpha" and len(emulator.log("bravo")) == 0
+    assert not _last_row().hedged
+    emulator.control("alpha", stall={"probability": 1.0, "extra_s": [4.0, 4.0]})
+    request_id, provider, text = _stream_text(client, fresh(LONG))
+    assert provider == "bravo" and text
+    wait_background_idle()
+    row = Activity.unscoped_objects.get(request_id=request_id)
+    assert row.hedged and _hedge_leg(row).reason.startswith("hedge: primary stalled")
+
+
+def test_flat_trigger_hedges_a_normal_slow_prefill(client, emulator, hedge_settings):
+    """The seed's trigger (HEDGE_TRIGGER=flat) races the same normal 0.8 s prefill after
+    0.3 s; alpha still wins, and the hedge leg says its primary was not stalled."""
+    hedge_settings["HEDGE_TRIGGER"] = "flat"
+    _measure_all_slow(client, emulator, 0.8)
+    _, provider, _ = _stream_text(client, fresh(LONG))
+    assert provider == "alpha" and len(emulator.log("bravo")) == 1
+    row = _last_row()
+    assert row.hedged and _hedge_leg(row).reason.startswith("hedge: primary not stalled")

@@ -69,7 +69,10 @@ def test_bundled_stream_cuts_smart_leaves_the_cutter_and_comes_back():
             scenario,
             ["smart", "cheapest-effective"],
             seed=1,
-            requests=6000,
+            # ~88 simulated minutes: 30 after the cuts end. With 6,000 (~66 minutes) the
+            # "after" window was 11 minutes, and since issue 43's hedge trigger smart's
+            # return to novacloud came a few minutes later (0.16 of 55-66 min, 0.41 of 55-88)
+            requests=8000,
             from_minute=from_minute,
             to_minute=to_minute,
         )

@@ -62,19 +62,29 @@ class Smart(LearnsFromCalls, Strategy):
     def hedge_decision(self, run: Run, now: float) -> HedgeDecision:
         if run.plan is None:
             return NO_HEDGE
-        return self.router.hedge_decision(run.plan, run.request.stream)
+        primary = None if run.primary is None else run.primary.endpoint_id
+        return self.router.hedge_decision(run.plan, run.request.stream, primary, run.scratch)
 
     def start_hedge(self, run: Run, now: float) -> HedgeStart | None:
         primary = run.primary.endpoint_id
-        start = self.router.start_hedge(run.plan, run.scratch, primary, run.tried, self.sim.epoch())
+        start = self.router.start_hedge(
+            run.plan, run.scratch, primary, run.tried, self.sim.epoch(), now=now
+        )
         if start is not None:
             self.races[run.request.index] = start
         return start
 
     def end_hedge(self, run: Run, now: float) -> None:
         start = self.races.pop(run.request.index, None)
-        if start is not None:
-            self.router.end_hedge(start, run.hedge_cost, now)
+        if start is None:
+            return
+        self.router.end_hedge(start, run.hedge_cost, now)
+        primary, winner = run.primary, run.winner
+        if primary is not None and winner is not None:
+            ttft = primary.delay if winner is primary else None
+            run.primary_stalled = self.router.primary_stalled(
+                run.plan, primary.endpoint_id, ttft, run.scratch
+            )
 
     def on_cancel(self, run: Run, leg: Leg) -> float:
         return self.router.on_cancel(self._choice(run, leg.endpoint_id).endpoint, run.scratch)
