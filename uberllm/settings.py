@@ -376,6 +376,9 @@ UBERLLM = SettingsDict(
         # TTFT for this request); "flat" = after HEDGE_DELAY_S (the seed's trigger)
         "HEDGE_TRIGGER": env.str("UBERLLM_HEDGE_TRIGGER", default="late"),
         "HEDGE_LATE_FACTOR": env.float("UBERLLM_HEDGE_LATE_FACTOR", default=2.0),
+        # 0: the hedge partner is the next fast-enough choice in plan order (the cheapest);
+        # > 0: the cheapest whose expected TTFT, stalls included, is within this x the best's
+        "HEDGE_PARTNER_SLACK": env.float("UBERLLM_HEDGE_PARTNER_SLACK", default=0.0),
         "HEDGE_DELAYED_FROM_TOKENS": env.int("UBERLLM_HEDGE_DELAYED_FROM_TOKENS", default=32_000),
         "HEDGE_IMMEDIATE_FROM_TOKENS": env.int(
             "UBERLLM_HEDGE_IMMEDIATE_FROM_TOKENS", default=128_000

@@ -45,6 +45,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "hedge_delay_s": 1.0,  # R3.1's floor (live HEDGE_DELAY_S)
     "hedge_trigger": "late",  # "late" or "flat" (live HEDGE_TRIGGER)
     "hedge_late_factor": 2.0,  # late = x the primary's typical TTFT (HEDGE_LATE_FACTOR)
+    "hedge_partner_slack": 0.0,  # 0: next in plan order; else by expected TTFT (live same)
     "hedge_delayed_from_tokens": 32_000,
     "hedge_immediate_from_tokens": 128_000,
     "probe_period_s": 300.0,

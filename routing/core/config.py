@@ -28,6 +28,7 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("hedge_delay_s", "HEDGE_DELAY_S", "hedge_delay_s"),
     ("hedge_trigger", "HEDGE_TRIGGER", "hedge_trigger"),
     ("hedge_late_factor", "HEDGE_LATE_FACTOR", "hedge_late_factor"),
+    ("hedge_partner_slack", "HEDGE_PARTNER_SLACK", "hedge_partner_slack"),
     ("hedge_delayed_from_tokens", "HEDGE_DELAYED_FROM_TOKENS", "hedge_delayed_from_tokens"),
     ("hedge_immediate_from_tokens", "HEDGE_IMMEDIATE_FROM_TOKENS", "hedge_immediate_from_tokens"),
     ("unusable_window_s", "UNUSABLE_WINDOW_S", "unusable_window_s"),
@@ -63,6 +64,9 @@ class GatewayConfig:
     hedge_delay_s: float = 1.0  # R3.1's floor: a first token is never late before it
     hedge_trigger: str = "late"  # "late": x hedge_late_factor its typical; "flat": the floor
     hedge_late_factor: float = 2.0
+    # 0: the partner is the next fast-enough choice in plan order (the cheapest); > 0: the
+    # cheapest whose expected TTFT (stalls included) is within this factor of the best's
+    hedge_partner_slack: float = 0.0
     hedge_delayed_from_tokens: int = 32_000
     hedge_immediate_from_tokens: int = 128_000
     unusable_window_s: float = 900.0

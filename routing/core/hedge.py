@@ -91,12 +91,13 @@ def hedge_partner(
     primary: RouteChoice | None = None,
     expected_s: Mapping[int, float] | None = None,
     tried: Container[int] = (),
+    slack: float = 1.5,
 ) -> RouteChoice | None:
     """The partner of ``primary`` (default: the plan's first): a fast-enough, usable
     choice of another provider, not yet tried. With ``expected_s`` (endpoint id ->
     expected TTFT, stalls included: ``expected_ttft_s``) the one most likely to beat a
     stalled primary at a price: the first in plan order (the cheapest) whose expected
-    TTFT is within ``PARTNER_SLACK`` of the best one's (an endpoint without a figure only
+    TTFT is within ``slack`` x the best one's (an endpoint without a figure only
     when none has one); without, the first such choice after the primary in the plan."""
     candidates = _partner_candidates(plan, primary, tried, after_lead=expected_s is None)
     if expected_s is None or not candidates:
@@ -104,11 +105,8 @@ def hedge_partner(
     known = [expected_s[c.endpoint_id] for c in candidates if c.endpoint_id in expected_s]
     if not known:
         return candidates[0]
-    bound = PARTNER_SLACK * min(known)
+    bound = slack * min(known)
     return next(c for c in candidates if expected_s.get(c.endpoint_id, float("inf")) <= bound)
-
-
-PARTNER_SLACK = 1.5
 
 
 def _partner_candidates(

@@ -276,7 +276,8 @@ class SmartRouter:
             c.endpoint_id: expected_ttft_s(windows.get(c.endpoint_id, ()), c.typical_ttft_s)
             for c in plan.choices
         }
-        partner = hedge_partner(plan, primary, _known(expected), tried)
+        slack = config.hedge_partner_slack
+        partner = hedge_partner(plan, primary, _known(expected) if slack else None, tried, slack)
         if partner is None:
             return None
         prompt, cached = features.prompt_tokens, features.cached_tokens
