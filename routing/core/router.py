@@ -29,6 +29,7 @@ from .plan import plan_route
 from .pricing import request_cost
 from .retry import classify_failure
 from .session import HedgeStart, Step
+from .smart import EXPLORATION
 from .speed import mostly_cached
 from .timeouts import first_token_timeout_s
 from .toolcalls import check_tool_calls
@@ -56,6 +57,11 @@ def loser_cost(endpoint: EndpointInfo, prompt_tokens: int, cached_tokens: int) -
     """What a cancelled hedge leg costs: its prompt at its input and cache-read prices
     (no output): the reservation and the settlement of the daily hedge budget (R3.4)."""
     return request_cost(endpoint, prompt_tokens, cached_tokens, 0)
+
+
+def _explores(plan: RoutePlan, config: GatewayConfig) -> bool:
+    """The plan's first choice is an exploration send (R2.6) and the issue-43 rules are on."""
+    return config.conversation_horizon and plan.choices[0].reason == EXPLORATION
 
 
 class SmartRouter:
@@ -168,8 +174,11 @@ class SmartRouter:
 
     # --- hedging (R3) ---------------------------------------------------------------------
     def hedge_decision(self, plan: RoutePlan, stream: bool) -> HedgeDecision:
+        """R3 for the plan's first attempt. An exploration send is not hedged (issue 43):
+        a partner that wins the race would cancel it before it taught what it went for
+        (its first token, the cache it leaves warm)."""
         config = self.config
-        if not stream or not config.hedging:
+        if not stream or not config.hedging or _explores(plan, config):
             return NO_HEDGE
         return hedge_policy(
             plan.bucket,
