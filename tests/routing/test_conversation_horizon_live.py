@@ -15,6 +15,7 @@ import time
 import pytest
 from django.conf import settings
 
+from billing.models import Activity
 from providers.models import Endpoint
 from routing.catalog import catalog_cache
 
@@ -120,3 +121,44 @@ def test_judged_turn_by_turn_it_stays_at_the_reseller(client, horizon_market):
         assert _conversation(client, 4) == ["alpha"] * 3
     finally:
         settings.UBERLLM["ROUTING_CONVERSATION_HORIZON"] = True
+
+
+def _customer_cost_since(since_id: int) -> float:
+    rows = Activity.unscoped_objects.filter(id__gt=since_id)
+    return sum(float(cost) for cost in rows.values_list("cost_usd", flat=True))
+
+
+def _run(client, conversations: int, turns: int, **provider) -> tuple[float, dict[str, int]]:
+    """``conversations`` of ``turns`` turns (unpinned, or all pinned by ``provider``):
+    the customer cost per 1,000 requests and where the follow-up turns were served."""
+    since = Activity.unscoped_objects.order_by("-id").values_list("id", flat=True).first() or 0
+    followups: dict[str, int] = {}
+    for _ in range(conversations):
+        messages = _context()
+        for n in range(turns):
+            messages = _turn(messages, n)
+            slug = _served(client, messages, **provider)
+            if n:
+                followups[slug] = followups.get(slug, 0) + 1
+        wait_learnt()
+    wait_finished_rows(conversations * turns)
+    return 1000 * _customer_cost_since(since) / (conversations * turns), followups
+
+
+def test_live_share_of_follow_ups_at_the_reseller_and_cost_against_all_cheap_cache(
+    client, horizon_market
+):
+    """Each provider measured as in the first test (the reseller fast cold and warm, the
+    cheap cache slow cold, without cached samples), then 2 conversations of 6 turns to
+    warm up (the first few minutes) and 6 measured: at most 10% of their follow-up turns
+    are at the reseller, and the cost per 1,000 requests is within 1.3x of sending every
+    turn to the cheap cache. With the rule off (ROUTING_CONVERSATION_HORIZON=false) the
+    follow-ups stay at the reseller and this fails (docs/routing.md)."""
+    _learn_speeds(client)
+    _run(client, 2, 6)
+    smart_per_1k, followups = _run(client, 6, 6)
+    at_reseller = followups.get("alpha", 0) / sum(followups.values())
+    pinned_per_1k, _ = _run(client, 6, 6, order=["bravo"], allow_fallbacks=False)
+    print(f"\nlive: follow-ups {followups}; ${smart_per_1k:.3f} / 1k against ${pinned_per_1k:.3f}")
+    assert at_reseller <= 0.10
+    assert smart_per_1k <= 1.3 * pinned_per_1k
