@@ -356,7 +356,7 @@ UBERLLM = SettingsDict(
         "ROUTING_CONVERSATION_HORIZON": env.bool(
             "UBERLLM_ROUTING_CONVERSATION_HORIZON", default=True
         ),
-        "ROUTING_MOVE_MIN_SAVING": env.float("UBERLLM_ROUTING_MOVE_MIN_SAVING", default=0.3),
+        "ROUTING_MOVE_MIN_SAVING": env.float("UBERLLM_ROUTING_MOVE_MIN_SAVING", default=0.2),
         # Probes stop for the UTC day once they cost this much (USD, all models); 0 = no limit.
         "PROBE_DAILY_BUDGET_USD": env.float("UBERLLM_PROBE_DAILY_BUDGET_USD", default=25.0),
         # Probes by volume: the probes of a model's size bucket over the last window cost at

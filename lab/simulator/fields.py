@@ -70,7 +70,7 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "concurrency_caps": True,
     "hedging": True,
     "conversation_horizon": True,  # live ROUTING_CONVERSATION_HORIZON (core.horizon)
-    "move_min_saving": 0.3,  # live ROUTING_MOVE_MIN_SAVING
+    "move_min_saving": 0.2,  # live ROUTING_MOVE_MIN_SAVING
 }
 
 

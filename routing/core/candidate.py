@@ -36,7 +36,7 @@ class SmartTuning:
     tail_weight: float = 0.0
     fast_enough_under_s_long: float | None = None
     conversation_horizon: bool = True
-    move_min_saving: float = 0.3
+    move_min_saving: float = 0.2
 
     def under_s_for(self, bucket: str) -> float:
         """R2.4's absolute bound for a prompt of this bucket: an operator may set a

@@ -78,7 +78,7 @@ class GatewayConfig:
     probe_by_need: bool = True
     tool_call_checks: bool = True  # O5: laggards get only exploration sends with tools
     conversation_horizon: bool = True  # issue 43: placement by the warm turns (core.horizon)
-    move_min_saving: float = 0.3  # O7: a warm conversation moves only when >= 30% cheaper
+    move_min_saving: float = 0.2  # O7: a warm conversation moves only when >= 20% cheaper
     tuning: SmartTuning = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -79,8 +79,9 @@ def test_without_follow_ups_one_cold_read_is_not_worth_a_move():
 
 
 def test_a_warm_conversation_stays_unless_clearly_cheaper_elsewhere():
-    """O7: a second cheap cache ~11% cheaper over the horizon (its cold read included) does not move a warm
-    conversation (the move needs 30%: ``move_min_saving``); with 0 it moves."""
+    """O7: a second cheap cache ~11% cheaper over the horizon (its cold read included)
+    does not move a warm conversation (a move needs 20%: ``move_min_saving``); with 0 it
+    moves."""
     twin = endpoint(5, "twin", price_input=0.012, cache_read=0.0001)
     rows = {**ROWS, (5, SHORT): (0.35, 20), (5, BUCKET): (8.7, 20), (5, CACHED): (0.86, 20)}
     request = _turn({2: 95_000})
