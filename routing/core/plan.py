@@ -340,15 +340,18 @@ def _rank(
     rng: random.Random,
     exploration_rate: float,
     tuning: SmartTuning = DEFAULT_TUNING,
+    conversation: bool = False,
 ) -> Ranked:
     """Usable candidates by strategy, then (R2.7) the marked ones as a last resort: a
-    gateway should still try an endpoint that refused a call rather than fail outright."""
+    gateway should still try an endpoint that refused a call rather than fail outright.
+    A ``conversation``'s request (expected follow-ups) stays where it is warm unless
+    clearly cheaper elsewhere (O7, ``horizon.keep_warm_home``)."""
     if options.is_customer_choice:
         ranked = rank_customer(usable, options)
         last = rank_customer(marked, options)
     else:
         ranked = rank_smart(usable)
-        if tuning.conversation_horizon:
+        if tuning.conversation_horizon and conversation:
             ranked = keep_warm_home(ranked, tuning.move_min_saving)
         ranked = with_exploration(ranked, rng, exploration_rate)
         last = [(c, "") for c in sorted(marked, key=cost_key)]
@@ -410,7 +413,8 @@ def plan_route(
     usable = [c for c in candidates if c.usable]
     marked = [c for c in candidates if not c.usable]
     mark_fast_enough(usable, tuning, reference=candidates, bucket=bucket)
-    ranked = _rank(usable, marked, options, rng, exploration_rate, tuning)
+    conversation = bool(features.expected_followup_turns)
+    ranked = _rank(usable, marked, options, rng, exploration_rate, tuning, conversation)
     ranked = restrict_to_listed(_with_preferences(ranked, options, speed, bucket), options)
     if not ranked:
         raise RoutingError(
