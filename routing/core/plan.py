@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence, Set
 from statistics import median
-from typing import Any
 
 from .candidate import DEFAULT_TUNING, Candidate, Ranked, SmartTuning, cost_key
 from .customer import rank_customer, restrict_to_listed
@@ -185,6 +184,9 @@ def _smaller_cached(
     return SMALLER_BUCKET_FACTOR * speed.typical_by_key[key]
 
 
+WindowKey = tuple[int, str] | None  # the speed window an estimate came from
+
+
 class _Estimator:
     """The typical TTFTs of one plan's candidates: this turn's, and (a conversation)
     its warm follow-ups' there; the model-wide figures a cached estimate may need are
@@ -214,21 +216,24 @@ class _Estimator:
         speedup = self._model_figure("speedup")
         return own_cached_estimate(self.speed, self.by_id[endpoint_id], self.bucket, speedup)
 
-    def estimate(self, endpoint_id: int, cached: bool) -> tuple[float | None, Any, int]:
-        """``_estimate`` with this plan's way of deriving a cached estimate."""
-        if self.horizon:
-            derive = self._derived
-            return _estimate(
-                self.speed, endpoint_id, self.bucket, cached, self.min_samples, None, derive
-            )
-        ratio = lambda: self._model_figure("ratio")  # noqa: E731
-        return _estimate(self.speed, endpoint_id, self.bucket, cached, self.min_samples, ratio)
+    def _ratio(self) -> float | None:
+        return self._model_figure("ratio")
 
-    def tailed(self, typical: float, key: Any) -> float:
-        return typical + self.tail_weight * self.speed.tail_by_key.get(key, 0.0)
+    def estimate(self, endpoint_id: int, cached: bool) -> tuple[float | None, WindowKey, int]:
+        """``_estimate`` with this plan's way of deriving a cached estimate: from the
+        endpoint's own speed (the horizon rule) or by the model's cached/uncached ratio."""
+        speed, bucket, min_samples = self.speed, self.bucket, self.min_samples
+        if self.horizon:
+            return _estimate(speed, endpoint_id, bucket, cached, min_samples, None, self._derived)
+        return _estimate(speed, endpoint_id, bucket, cached, min_samples, self._ratio)
+
+    def tailed(self, typical: float, key: WindowKey) -> float:
+        """``typical`` plus the tail weight x the window's slow tail."""
+        tail = self.speed.tail_by_key.get(key, 0.0) if key is not None else 0.0
+        return typical + self.tail_weight * tail
 
     def judged(
-        self, endpoint_id: int, typical: float, key: Any, followups: float
+        self, endpoint_id: int, typical: float, key: WindowKey, followups: float
     ) -> tuple[float, float]:
         """What R2.4 compares (typical, tailed): this turn's; for a conversation its warm
         turns' (``core.horizon``), or without the horizon rule the mean over this turn
