@@ -351,6 +351,12 @@ UBERLLM = SettingsDict(
         # flight there); while reached, its traffic spills over to the next choice.
         "ROUTING_CONCURRENCY_CAPS": env.bool("UBERLLM_ROUTING_CONCURRENCY_CAPS", default=True),
         "ROUTING_TOOL_CALL_CHECKS": env.bool("UBERLLM_ROUTING_TOOL_CALL_CHECKS", default=True),
+        # Conversation placement by horizon (issue 43, docs/routing.md): R2.4 on the warm
+        # turns; a warm conversation moves only when >= MOVE_MIN_SAVING cheaper elsewhere.
+        "ROUTING_CONVERSATION_HORIZON": env.bool(
+            "UBERLLM_ROUTING_CONVERSATION_HORIZON", default=True
+        ),
+        "ROUTING_MOVE_MIN_SAVING": env.float("UBERLLM_ROUTING_MOVE_MIN_SAVING", default=0.2),
         # Probes stop for the UTC day once they cost this much (USD, all models); 0 = no limit.
         "PROBE_DAILY_BUDGET_USD": env.float("UBERLLM_PROBE_DAILY_BUDGET_USD", default=25.0),
         # Probes by volume: the probes of a model's size bucket over the last window cost at

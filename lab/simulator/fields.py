@@ -72,6 +72,8 @@ GATEWAY_DEFAULTS: dict[str, Any] = {  # the live gateway's settings (uberllm/set
     "probe_by_need": True,  # skip probes that cannot change an uncached pick (probe_relevant)
     "concurrency_caps": True,
     "hedging": True,
+    "conversation_horizon": True,  # live ROUTING_CONVERSATION_HORIZON (core.horizon)
+    "move_min_saving": 0.2,  # live ROUTING_MOVE_MIN_SAVING
 }
 
 

@@ -159,6 +159,7 @@ class Metrics:
                 fast,
                 request.t,
                 run.primary_stalled,
+                request.earlier_turns(),
             )
         )
         window = int(request.t // self.window_s)
@@ -269,14 +270,20 @@ class Metrics:
         }
 
     def _provider_shares(self, served: list[tuple]) -> dict[str, Any]:
-        """Each provider's share of the served calls, overall and per bucket."""
+        """Each provider's share of the served calls, overall and per bucket, and of the
+        served follow-up turns (a conversation's turns after its first: where it lives)."""
         by_provider: dict[str, int] = defaultdict(int)
         by_bucket: list[dict[str, int]] = [defaultdict(int) for _ in BUCKET_NAMES]
+        followups: dict[str, int] = defaultdict(int)
         for r in served:
             by_provider[self.provider_of[r[12]]] += 1
             by_bucket[r[0]][self.provider_of[r[12]]] += 1
+            if r[16] > 0:
+                followups[self.provider_of[r[12]]] += 1
         return {
             "provider_share": _shares(by_provider, len(served), 5),
+            "followup_turns": sum(followups.values()),
+            "followup_share": _shares(followups, sum(followups.values()), 5),
             "provider_share_by_bucket": {
                 name: _shares(by_bucket[index], sum(by_bucket[index].values()), 4)
                 for index, name in enumerate(BUCKET_NAMES)

@@ -120,7 +120,18 @@ def format_report(document: dict[str, Any]) -> str:
         ["provider share", *names],
         [[p, *(_pct(results[n]["provider_share"].get(p, 0.0)) for n in names)] for p in providers],
     )
-    return f"{head}\n\n{metrics}\n\n{shares}\n"
+    return f"{head}\n\n{metrics}\n\n{shares}\n{_followup_table(results, names)}"
+
+
+def _followup_table(results: dict[str, Summary], names: list[str]) -> str:
+    """Each provider's share of the served follow-up turns (none: no table)."""
+    if not any(results[n].get("followup_turns") for n in names):
+        return ""
+    providers = sorted({p for n in names for p in results[n]["followup_share"]})
+    rows = [
+        [p, *(_pct(results[n]["followup_share"].get(p, 0.0)) for n in names)] for p in providers
+    ]
+    return "\n" + _table(["follow-up turn share", *names], rows) + "\n"
 
 
 def _hedge_legs(summary: dict) -> str:

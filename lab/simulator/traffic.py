@@ -91,6 +91,13 @@ class SimRequest:
         recent = chain[max(0, self.turn - PREFIX_LOOKBACK + 1) : self.turn + 1]
         return recent if recent[0] is chain[0] else [chain[0], *recent]
 
+    def earlier_turns(self) -> int:
+        """Turns of its conversation before it (0: a single request or a first turn); a
+        class's shared prefix heads the chain but is no turn."""
+        if self.cache_key < 0:
+            return 0
+        return self.turn - (1 if self.shared_key >= 0 else 0)
+
     def remembered_prefixes(self) -> list[Prefix]:
         """Prefixes the gateway remembers after serving it (its first and its own: the
         prefixes ``routing.core.router.ServedCall`` carries)."""

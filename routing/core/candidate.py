@@ -22,6 +22,12 @@ class SmartTuning:
     typical + w x (p90 - typical) is within fast_enough_ratio of the lowest such value
     (or under fast_enough_under_s); w = 1 judges the p90 too. It can only exclude: the
     fastest's own tail never widens the band (docs/routing.md "Slow tail").
+    ``conversation_horizon`` (issue 43, ``core.horizon``): a conversation's request is
+    judged by its warm turns, stays where it is warm unless the horizon cost elsewhere
+    is at most ``1 - move_min_saving`` of staying, and an endpoint without cached
+    samples gets a cached estimate from its own uncached speed; off: the judgement of
+    round 23 (the mean over this turn and the follow-ups, the model's cached/uncached
+    ratio).
     """
 
     fast_enough_ratio: float = 2.0
@@ -29,6 +35,8 @@ class SmartTuning:
     dear_min_discount: float = 0.5
     tail_weight: float = 0.0
     fast_enough_under_s_long: float | None = None
+    conversation_horizon: bool = True
+    move_min_saving: float = 0.2
 
     def under_s_for(self, bucket: str) -> float:
         """R2.4's absolute bound for a prompt of this bucket: an operator may set a

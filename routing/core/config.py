@@ -46,6 +46,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("probe_sizes", "PROBE_SIZES", "probe_sizes"),
     ("probe_by_need", "PROBE_BY_NEED", "probe_by_need"),
     ("tool_call_checks", "ROUTING_TOOL_CALL_CHECKS", "tool_call_checks"),
+    ("conversation_horizon", "ROUTING_CONVERSATION_HORIZON", "conversation_horizon"),
+    ("move_min_saving", "ROUTING_MOVE_MIN_SAVING", "move_min_saving"),
 )
 
 
@@ -84,6 +86,8 @@ class GatewayConfig:
     probe_sizes: tuple[int, ...] = (20_000, 60_000, 150_000)
     probe_by_need: bool = True
     tool_call_checks: bool = True  # O5: laggards get only exploration sends with tools
+    conversation_horizon: bool = True  # issue 43: placement by the warm turns (core.horizon)
+    move_min_saving: float = 0.2  # O7: a warm conversation moves only when >= 20% cheaper
     tuning: SmartTuning = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -94,6 +98,8 @@ class GatewayConfig:
             fast_enough_under_s=self.fast_enough_under_s,
             tail_weight=self.tail_weight,
             fast_enough_under_s_long=self.fast_enough_under_s_long,
+            conversation_horizon=self.conversation_horizon,
+            move_min_saving=self.move_min_saving,
         )
         object.__setattr__(self, "tuning", tuning)
 

@@ -14,6 +14,7 @@ from statistics import median
 from .candidate import DEFAULT_TUNING, Candidate, Ranked, SmartTuning, cost_key
 from .customer import rank_customer, restrict_to_listed
 from .filters import filter_endpoints, matches_any
+from .horizon import keep_warm_home, model_cache_speedup, own_cached_estimate
 from .options import RoutingOptions
 from .preferences import prefer_performance
 from .pricing import list_price_cost, request_cost
@@ -113,15 +114,17 @@ def _estimate(
     cached: bool,
     min_samples: int,
     cache_ratio: Callable[[], float | None] | None = None,
+    derive_cached: Callable[[int], float | None] | None = None,
 ) -> tuple[float | None, tuple[int, str] | None, int]:
     """expected_ttft(), the key of the window it came from and that window's samples.
 
-    With ``cache_ratio`` (it returns ``model_cache_ratio``; called only when needed), a
-    cached estimate without enough
-    cached samples of its own, nor one bucket down, is the uncached typical value times
-    that ratio (the model's other endpoints' cached/uncached speed), not the uncached
-    value itself: an endpoint that has not served cached turns yet is not judged as if
-    cache reads were no faster there."""
+    A cached estimate without enough cached samples of its own, nor one bucket down, is
+    not the uncached value itself (an endpoint that has not served cached turns yet is
+    not judged as if cache reads were no faster there): with ``derive_cached`` (issue 43,
+    ``horizon.own_cached_estimate``) it is derived from the endpoint's own uncached
+    speed; with ``cache_ratio`` (it returns ``model_cache_ratio``; called only when
+    needed) it is the uncached typical value times the model's other endpoints'
+    cached/uncached ratio."""
     counts, typicals = speed.count_by_key, speed.typical_by_key
     plain = (endpoint_id, bucket)
     if cached:
@@ -134,6 +137,10 @@ def _estimate(
             not counts.get(plain, 0) or smaller < typicals[plain]
         ):  # few agent turns reach >128k: twice the cached typical one bucket down
             return smaller, key, count
+        if derive_cached is not None and counts.get(plain, 0):
+            derived = derive_cached(endpoint_id)
+            if derived is not None:
+                return derived, key, count
         ratio = cache_ratio() if cache_ratio is not None and counts.get(plain, 0) else None
         if ratio is not None:
             return typicals[plain] * ratio, key, count
@@ -177,6 +184,74 @@ def _smaller_cached(
     return SMALLER_BUCKET_FACTOR * speed.typical_by_key[key]
 
 
+WindowKey = tuple[int, str] | None  # the speed window an estimate came from
+
+
+class _Estimator:
+    """The typical TTFTs of one plan's candidates: this turn's, and (a conversation)
+    its warm follow-ups' there; the model-wide figures a cached estimate may need are
+    computed once, and only when needed."""
+
+    def __init__(
+        self,
+        speed: SpeedSummary,
+        eligible: list[EndpointInfo],
+        bucket: Bucket,
+        min_samples: int,
+        tuning: SmartTuning,
+    ) -> None:
+        self.speed, self.bucket, self.min_samples = speed, bucket, min_samples
+        self.tail_weight, self.horizon = tuning.tail_weight, tuning.conversation_horizon
+        self.by_id = {e.endpoint_id: e for e in eligible}
+        self._memo: dict[str, float | None] = {}
+
+    def _model_figure(self, name: str) -> float | None:
+        if name not in self._memo:
+            args = (self.speed, list(self.by_id), self.bucket, self.min_samples)
+            figure = model_cache_speedup if name == "speedup" else model_cache_ratio
+            self._memo[name] = figure(*args)
+        return self._memo[name]
+
+    def _derived(self, endpoint_id: int) -> float | None:
+        speedup = self._model_figure("speedup")
+        return own_cached_estimate(self.speed, self.by_id[endpoint_id], self.bucket, speedup)
+
+    def _ratio(self) -> float | None:
+        return self._model_figure("ratio")
+
+    def estimate(self, endpoint_id: int, cached: bool) -> tuple[float | None, WindowKey, int]:
+        """``_estimate`` with this plan's way of deriving a cached estimate: from the
+        endpoint's own speed (the horizon rule) or by the model's cached/uncached ratio."""
+        speed, bucket, min_samples = self.speed, self.bucket, self.min_samples
+        if self.horizon:
+            return _estimate(speed, endpoint_id, bucket, cached, min_samples, None, self._derived)
+        return _estimate(speed, endpoint_id, bucket, cached, min_samples, self._ratio)
+
+    def tailed(self, typical: float, key: WindowKey) -> float:
+        """``typical`` plus the tail weight x the window's slow tail."""
+        tail = self.speed.tail_by_key.get(key, 0.0) if key is not None else 0.0
+        return typical + self.tail_weight * tail
+
+    def judged(
+        self, endpoint_id: int, typical: float, key: WindowKey, followups: float
+    ) -> tuple[float, float]:
+        """What R2.4 compares (typical, tailed): this turn's; for a conversation its warm
+        turns' (``core.horizon``), or without the horizon rule the mean over this turn
+        and its follow-ups."""
+        tailed = self.tailed(typical, key)
+        if not followups:
+            return typical, tailed
+        later, later_key, _ = self.estimate(endpoint_id, True)
+        if later is None:
+            later, later_tailed = typical, tailed
+        else:
+            later_tailed = self.tailed(later, later_key)
+        if self.horizon:
+            return later, later_tailed
+        weight = 1 + followups
+        return (typical + followups * later) / weight, (tailed + followups * later_tailed) / weight
+
+
 def _candidates(
     model: ModelInfo,
     eligible: list[EndpointInfo],
@@ -192,35 +267,18 @@ def _candidates(
     throughputs, cached = speed.throughput_by_endpoint, features.cached_tokens
     prompt, stale_keys = features.prompt_tokens, speed.stale_keys
     followups = features.expected_followup_turns
-    tails, tail_weight = speed.tail_by_key, tuning.tail_weight
+    estimator = _Estimator(speed, eligible, bucket, min_samples, tuning)
     candidates = []
-    memo: list[float | None] = []
-
-    def ratio() -> float | None:  # computed once, and only if a cached estimate needs it
-        if not memo:
-            ids = [e.endpoint_id for e in eligible]
-            memo.append(model_cache_ratio(speed, ids, bucket, min_samples))
-        return memo[0]
-
     for endpoint in eligible:
         endpoint_id = endpoint.endpoint_id
         is_cached = mostly_cached(cached.get(endpoint_id, 0), prompt)
-        typical, key, count = _estimate(speed, endpoint_id, bucket, is_cached, min_samples, ratio)
+        typical, key, count = estimator.estimate(endpoint_id, is_cached)
         judged = tailed = typical
         later_count = min_samples
         if typical is not None:
-            tailed = typical + tail_weight * tails.get(key, 0.0)  # type: ignore[arg-type]
+            judged, tailed = estimator.judged(endpoint_id, typical, key, followups)
             if followups:
-                later, later_key, _ = _estimate(
-                    speed, endpoint_id, bucket, True, min_samples, ratio
-                )
-                if later is None:
-                    later, later_tailed = typical, tailed
-                else:
-                    later_tailed = later + tail_weight * tails.get(later_key, 0.0)  # type: ignore[arg-type]
                 later_count = speed.count(endpoint_id, speed_bucket(bucket, True))
-                judged = (typical + followups * later) / (1 + followups)
-                tailed = (tailed + followups * later_tailed) / (1 + followups)
         cost = costs[endpoint_id]
         price_eligible = cost <= usual or cost <= dear_price_limit(
             model, features, cached.get(endpoint_id, 0), tuning
@@ -286,14 +344,21 @@ def _rank(
     options: RoutingOptions,
     rng: random.Random,
     exploration_rate: float,
+    tuning: SmartTuning = DEFAULT_TUNING,
+    conversation: bool = False,
 ) -> Ranked:
     """Usable candidates by strategy, then (R2.7) the marked ones as a last resort: a
-    gateway should still try an endpoint that refused a call rather than fail outright."""
+    gateway should still try an endpoint that refused a call rather than fail outright.
+    A ``conversation``'s request (expected follow-ups) stays where it is warm unless
+    clearly cheaper elsewhere (O7, ``horizon.keep_warm_home``)."""
     if options.is_customer_choice:
         ranked = rank_customer(usable, options)
         last = rank_customer(marked, options)
     else:
-        ranked = with_exploration(rank_smart(usable), rng, exploration_rate)
+        ranked = rank_smart(usable)
+        if tuning.conversation_horizon and conversation:
+            ranked = keep_warm_home(ranked, tuning.move_min_saving)
+        ranked = with_exploration(ranked, rng, exploration_rate)
         last = [(c, "") for c in sorted(marked, key=cost_key)]
     return ranked + [(c, f"{LAST_RESORT}; {r}" if r else LAST_RESORT) for c, r in last]
 
@@ -353,7 +418,8 @@ def plan_route(
     usable = [c for c in candidates if c.usable]
     marked = [c for c in candidates if not c.usable]
     mark_fast_enough(usable, tuning, reference=candidates, bucket=bucket)
-    ranked = _rank(usable, marked, options, rng, exploration_rate)
+    conversation = bool(features.expected_followup_turns)
+    ranked = _rank(usable, marked, options, rng, exploration_rate, tuning, conversation)
     ranked = restrict_to_listed(_with_preferences(ranked, options, speed, bucket), options)
     if not ranked:
         raise RoutingError(

@@ -39,6 +39,7 @@ from .plan import plan_route
 from .pricing import request_cost
 from .retry import classify_failure
 from .session import HedgeStart, Step
+from .smart import EXPLORATION
 from .speed import mostly_cached, speed_bucket
 from .timeouts import first_token_timeout_s
 from .toolcalls import check_tool_calls
@@ -85,6 +86,11 @@ def loser_cost(endpoint: EndpointInfo, prompt_tokens: int, cached_tokens: int) -
     """What a cancelled hedge leg costs: its prompt at its input and cache-read prices
     (no output): the reservation and the settlement of the daily hedge budget (R3.4)."""
     return request_cost(endpoint, prompt_tokens, cached_tokens, 0)
+
+
+def _explores(plan: RoutePlan, config: GatewayConfig) -> bool:
+    """The plan's first choice is an exploration send (R2.6) and the issue-43 rules are on."""
+    return config.conversation_horizon and plan.choices[0].reason == EXPLORATION
 
 
 class SmartRouter:
@@ -204,9 +210,11 @@ class SmartRouter:
         features: RequestFeatures | None = None,
     ) -> HedgeDecision:
         """R3.1/R3.2 for a leg at ``primary_id`` (default: the plan's first): a delayed
-        hedge starts once its first token is late (``late_after``)."""
+        hedge starts once its first token is late (``late_after``). An exploration send
+        is not hedged (issue 43): a partner that wins the race would cancel it before it
+        taught what it went for (its first token, the cache it leaves warm)."""
         config = self.config
-        if not stream or not config.hedging:
+        if not stream or not config.hedging or _explores(plan, config):
             return NO_HEDGE
         return hedge_policy(
             plan.bucket,

@@ -10,6 +10,9 @@ from lab.simulator.cli import with_gateway
 
 
 def _run(seed: int, *overrides: str) -> dict:
+    # Round 23's rule alone: the conversation horizon (issue 43), which also keeps first
+    # turns off relaycloud, is off in both runs.
+    overrides = ("conversation_horizon=false", *overrides)
     scenario = with_gateway(load_scenario("coding-agent"), list(overrides))
     document, _ = simulate(scenario, ["smart", "cheapest-effective"], seed=seed, requests=6000)
     return document["strategies"]

@@ -21,11 +21,8 @@ from ..runs import Leg, Run
 
 
 def earlier_turns(request) -> int:
-    """Turns of the request's conversation before it (0: a single request or a first
-    turn); a class's shared prefix heads the chain but is no turn."""
-    if request.cache_key < 0:
-        return 0
-    return request.turn - (1 if request.shared_key >= 0 else 0)
+    """Turns of the request's conversation before it (``SimRequest.earlier_turns``)."""
+    return request.earlier_turns()
 
 
 class SimStores:
