@@ -41,7 +41,7 @@ from common.config import set_knob
 
 from . import figures, rows
 from .faultclient import Cut, Reply, connect, encode_request, exchange, request
-from .run import EMULATOR_PROFILE, free_port, spawn, stop_process, wait_ready
+from .run import EMULATOR_PROFILE, free_port, gateway_env, spawn, stop_process, wait_ready
 from .seed import MODEL, PROVIDER, catalog
 
 SCENARIOS = ("cuts", "burst", "redis-outage", "pg-pause")
@@ -80,17 +80,7 @@ class Stack:
 
     # --- processes --------------------------------------------------------------
     def env(self, **overrides: str | None) -> dict[str, str]:
-        env = dict(os.environ)
-        env.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
-        env.setdefault("UBERLLM_SHARED_KEY_PREFIX", "ullm-loadtest")
-        env.update(
-            UBERLLM_ALLOW_PRIVATE_UPSTREAMS="true",
-            DJANGO_DEBUG="false",
-            LOG_LEVEL="WARNING",
-            PYTHONUNBUFFERED="1",
-        )
-        if self.database_url:
-            env["DATABASE_URL"] = self.database_url
+        env = gateway_env("ullm-loadtest", self.database_url)
         for name, value in overrides.items():
             if value is None:
                 env.pop(name, None)
