@@ -151,6 +151,22 @@ def gateway_argv(server: str, app: str, port: int, workers: int) -> list[str]:
     ]
 
 
+def redis_argv(port: int, *extra: str) -> list[str]:
+    """A throwaway redis-server on loopback ``port``: nothing saved, no append-only file."""
+    return [
+        "redis-server",
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        *extra,
+    ]
+
+
 def gateway_env(key_prefix: str, database_url: str | None) -> dict[str, str]:
     """The environment of the processes a benchmark starts: this one's, with the product's
     settings module and ``key_prefix`` for Redis unless set, private upstreams allowed
