@@ -16,7 +16,7 @@ from typing import Any
 
 from common.config import settings_config
 
-from .core.config import GatewayConfig
+from .core.config import GatewayConfig, typed_like
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +58,7 @@ class LiveConfig:
             value = conf.get(spec.name.upper())
             if value is None or value == "":
                 continue
-            default = spec.default
-            values[spec.name] = bool(value) if isinstance(default, bool) else type(default)(value)
+            values[spec.name] = typed_like(value, spec.default)
         return cls(**values)
 
 

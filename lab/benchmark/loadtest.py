@@ -41,7 +41,15 @@ from common.config import set_knob
 
 from . import figures, rows
 from .faultclient import Cut, Reply, connect, encode_request, exchange, request
-from .run import EMULATOR_PROFILE, free_port, spawn, stop_process, wait_ready
+from .run import (
+    EMULATOR_PROFILE,
+    free_port,
+    gateway_env,
+    redis_argv,
+    spawn,
+    stop_process,
+    wait_ready,
+)
 from .seed import MODEL, PROVIDER, catalog
 
 SCENARIOS = ("cuts", "burst", "redis-outage", "pg-pause")
@@ -80,17 +88,7 @@ class Stack:
 
     # --- processes --------------------------------------------------------------
     def env(self, **overrides: str | None) -> dict[str, str]:
-        env = dict(os.environ)
-        env.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
-        env.setdefault("UBERLLM_SHARED_KEY_PREFIX", "ullm-loadtest")
-        env.update(
-            UBERLLM_ALLOW_PRIVATE_UPSTREAMS="true",
-            DJANGO_DEBUG="false",
-            LOG_LEVEL="WARNING",
-            PYTHONUNBUFFERED="1",
-        )
-        if self.database_url:
-            env["DATABASE_URL"] = self.database_url
+        env = gateway_env("ullm-loadtest", self.database_url)
         for name, value in overrides.items():
             if value is None:
                 env.pop(name, None)
@@ -167,20 +165,7 @@ class Stack:
         wait_ready(self.gateway_url.replace("chat/completions", "models"), proc, 90, "gateway")
 
     def start_redis(self, port: int) -> None:
-        argv = [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--maxclients",
-            "10000",
-        ]
-        self._spawn("redis", argv)
+        self._spawn("redis", redis_argv(port, "--maxclients", "10000"))
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:

@@ -151,6 +151,40 @@ def gateway_argv(server: str, app: str, port: int, workers: int) -> list[str]:
     ]
 
 
+def redis_argv(port: int, *extra: str) -> list[str]:
+    """A throwaway redis-server on loopback ``port``: nothing saved, no append-only file."""
+    return [
+        "redis-server",
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        *extra,
+    ]
+
+
+def gateway_env(key_prefix: str, database_url: str | None) -> dict[str, str]:
+    """The environment of the processes a benchmark starts: this one's, with the product's
+    settings module and ``key_prefix`` for Redis unless set, private upstreams allowed
+    (the emulator on loopback), quiet logs, and ``database_url`` when given."""
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
+    env.setdefault("UBERLLM_SHARED_KEY_PREFIX", key_prefix)
+    env.update(
+        UBERLLM_ALLOW_PRIVATE_UPSTREAMS="true",
+        DJANGO_DEBUG="false",
+        LOG_LEVEL="WARNING",
+        PYTHONUNBUFFERED="1",
+    )
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    return env
+
+
 def spawn(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen:
     """Start ``argv`` in its own session (so its whole tree can be stopped), output to a log."""
     log = open(log_path, "wb")  # noqa: SIM115 - closed with the process
@@ -188,18 +222,7 @@ class Bench:
 
     # --- processes -------------------------------------------------------------
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.setdefault("DJANGO_SETTINGS_MODULE", "uberllm.settings")
-        env.setdefault("UBERLLM_SHARED_KEY_PREFIX", "ullm-bench")
-        env.update(
-            UBERLLM_ALLOW_PRIVATE_UPSTREAMS="true",
-            DJANGO_DEBUG="false",
-            LOG_LEVEL="WARNING",
-            PYTHONUNBUFFERED="1",
-        )
-        if self.o.database_url:
-            env["DATABASE_URL"] = self.o.database_url
-        return env
+        return gateway_env("ullm-bench", self.o.database_url)
 
     def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
         proc = spawn(argv, self.base_dir, env or self.env, self.work / f"{name}.log")

@@ -124,12 +124,13 @@ class GatewayConfig:
         typed = {}
         for name, value in values.items():
             default = getattr(defaults, name)
-            typed[name] = _typed(value, default, name == "fast_enough_under_s_long")
+            typed[name] = typed_like(value, default, name == "fast_enough_under_s_long")
         return cls(**typed)
 
 
-def _typed(value: Any, default: Any, optional: bool) -> Any:
-    """``value`` as the default's type (settings come from the environment as text)."""
+def typed_like(value: Any, default: Any, optional: bool = False) -> Any:
+    """``value`` as the default's type (settings come from the environment as text); also
+    the live shell's knobs (routing/config.py ``LiveConfig``)."""
     if optional:
         return None if value in (None, "") else float(value)
     if isinstance(default, bool):

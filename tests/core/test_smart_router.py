@@ -7,20 +7,13 @@ from dataclasses import replace
 
 from lab.simulator.fields import GATEWAY_DEFAULTS
 from lab.simulator.strategies.stores import SimStores
-from routing.core import InMemoryHedgeBudget, ModelInfo, RoutingOptions, SpeedSample
+from routing.core import InMemoryHedgeBudget, RoutingOptions, SpeedSample
 from routing.core.config import DEFAULT_CONFIG, GatewayConfig
 from routing.core.knowledge import RoutingKnowledge
 from routing.core.lessons import Failed, HedgeSettled, Served
 from routing.core.router import ServedCall, SmartRouter, failure_kind
-from routing.core.types import EndpointInfo
+from tests.core.market import ENDPOINTS, MODEL, PEERS
 
-MODEL = ModelInfo("m", 1.0, 2.0, 0.1)
-ENDPOINTS = (
-    EndpointInfo(1, "alpha", 0.20, 0.02, 0.0, 0.4, 200_000),
-    EndpointInfo(2, "bravo", 0.30, 0.03, 0.0, 0.5, 200_000),
-    EndpointInfo(3, "charlie", 0.40, 0.04, 0.0, 0.6, 200_000),
-)
-PEERS = (1, 2, 3)
 EPOCH = 1_800_000_000.0
 
 

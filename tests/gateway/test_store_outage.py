@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from billing.models import Activity
+from lab.benchmark.run import redis_argv
 
 from ..support import TEST_MODEL, SubprocessGateway, free_port, wait_finished_rows
 
@@ -47,17 +48,7 @@ class PrivateRedis:
 
     def start(self) -> PrivateRedis:
         self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
+            redis_argv(self.port),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -29,26 +29,20 @@ from routing.budget import (
     hedge_budget_try_reserve,
     utc_today,
 )
-from routing.core import InMemoryHedgeBudget, ModelInfo, RoutingOptions
+from routing.core import InMemoryHedgeBudget, RoutingOptions
 from routing.core.budget import budget_day
 from routing.core.knowledge import RoutingKnowledge
 from routing.core.lessons import Failed, Probed
 from routing.core.router import ServedCall, SmartRouter
 from routing.core.speed import SpeedBook, SpeedSample
-from routing.core.types import EndpointInfo, bucket_for
+from routing.core.types import bucket_for
 from routing.gateway.router import LiveStores
 from routing.memory import memory, reset_memory
 from routing.outbox import Outbox
+from tests.core.market import ENDPOINTS, MODEL, PEERS
 
 pytestmark = pytest.mark.django_db
 
-MODEL = ModelInfo("m", 1.0, 2.0, 0.1)
-ENDPOINTS = (
-    EndpointInfo(1, "alpha", 0.20, 0.02, 0.0, 0.4, 200_000),
-    EndpointInfo(2, "bravo", 0.30, 0.03, 0.0, 0.5, 200_000),
-    EndpointInfo(3, "charlie", 0.40, 0.04, 0.0, 0.6, 200_000),
-)
-PEERS = (1, 2, 3)
 OPTIONS = RoutingOptions()
 
 

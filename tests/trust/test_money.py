@@ -20,47 +20,36 @@ PRICES = {
 }
 
 
+def _billed(prompt: int, cached: int, output: int, written: int = 0, prices=PRICES) -> Decimal:
+    """billing's cost of one call (``written``: cache-write tokens)."""
+    return call_cost(
+        prices=prices,
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+        completion_tokens=output,
+        cache_write_tokens=written,
+    )
+
+
 def test_cache_writes_billed_at_the_cache_write_price():
     # 10,000 prompt tokens: 2,000 read from the cache, 6,000 written to it, 2,000 plain;
     # 500 output. 2,000 x 3 + 2,000 x 0.30 + 6,000 x 3.75 + 500 x 15 = 36,600 per 1M.
-    cost = call_cost(
-        prices=PRICES,
-        prompt_tokens=10_000,
-        cached_tokens=2_000,
-        completion_tokens=500,
-        cache_write_tokens=6_000,
-    )
+    cost = _billed(10_000, 2_000, 500, written=6_000)
     assert cost == Decimal("0.0366")
-    without = call_cost(
-        prices=PRICES, prompt_tokens=10_000, cached_tokens=2_000, completion_tokens=500
-    )
+    without = _billed(10_000, 2_000, 500)
     assert cost - without == Decimal(6_000) * (Decimal("3.75") - Decimal(3)) / 1_000_000
 
 
 def test_cache_writes_clamped_to_the_prompt_left_after_reads():
     # 100 prompt tokens, 80 read: at most 20 can have been written.
-    clamped = call_cost(
-        prices=PRICES,
-        prompt_tokens=100,
-        cached_tokens=80,
-        completion_tokens=0,
-        cache_write_tokens=500,
-    )
-    exact = call_cost(
-        prices=PRICES,
-        prompt_tokens=100,
-        cached_tokens=80,
-        completion_tokens=0,
-        cache_write_tokens=20,
-    )
+    clamped = _billed(100, 80, 0, written=500)
+    exact = _billed(100, 80, 0, written=20)
     assert clamped == exact == (80 * Decimal("0.30") + 20 * Decimal("3.75")) / 1_000_000
 
 
 def test_prices_without_a_cache_write_entry_still_work():
     prices = {k: v for k, v in PRICES.items() if k != "cache_write"}
-    assert call_cost(
-        prices=prices, prompt_tokens=10, cached_tokens=0, completion_tokens=0, cache_write_tokens=10
-    ) == Decimal(0)
+    assert _billed(10, 0, 0, written=10, prices=prices) == Decimal(0)
 
 
 counts = st.integers(min_value=0, max_value=2_000_000)
@@ -84,13 +73,7 @@ def test_request_cost_agrees_with_billing(prompt, cached, written, output):
         "cache_write": Decimal("0.5"),
         "output": Decimal("1.1"),
     }
-    billed = call_cost(
-        prices=prices,
-        prompt_tokens=prompt,
-        cached_tokens=cached,
-        completion_tokens=output,
-        cache_write_tokens=written,
-    )
+    billed = _billed(prompt, cached, output, written, prices=prices)
     assert request_cost(info, prompt, cached, output, written) == pytest.approx(
         float(billed), rel=1e-9, abs=1e-9
     )
