@@ -1,10 +1,13 @@
-"""System checks: ``check --deploy`` refuses the development credential key."""
+"""System checks: ``check --deploy`` refuses the development credential key; ``migrate``
+refuses a database part-way through the migrations a squash replaced."""
 
 from __future__ import annotations
 
 from django.core.checks import Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
 
+from common.squashed_migrations import partly_applied_squashes
 from providers.config import providers_config
 
 from .credentials import _fernet, credential_keys_configured
@@ -33,3 +36,17 @@ def credential_keys_check(app_configs=None, **kwargs) -> list:
             )
         ]
     return []
+
+
+@register(Tags.database)
+def squashed_migrations_check(app_configs=None, databases=None, **kwargs) -> list:
+    return [
+        Error(
+            line,
+            hint="Migrate this database on the last release before the squash (093dc4d) first: "
+            "docs/operations.md, 'Upgrading across the migration squash'.",
+            id="providers.E002",
+        )
+        for alias in databases or []
+        for line in partly_applied_squashes(connections[alias])
+    ]

@@ -14,6 +14,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 
 from common import events
+from common.squashed_migrations import partly_applied_squashes
 from routing.catalog import load_catalog
 
 REDIS_TIMEOUT_S = 1.0
@@ -58,6 +59,9 @@ def check_migrations() -> tuple[bool, str]:
     if _migrations_applied:
         return True, "all applied"
 
+    partly = partly_applied_squashes(connections[DEFAULT_DB_ALIAS])
+    if partly:
+        return False, "; ".join(partly)
     executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
     plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
     if plan:
