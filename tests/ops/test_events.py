@@ -12,6 +12,9 @@ import httpx
 import pytest
 from django.conf import settings
 
+from common.config import set_knob
+from routing.config import live_config
+
 from ..support import SubprocessGateway
 from .helpers import chat, dashboard_post, dashboard_session, redis_available, status_within
 
@@ -39,7 +42,7 @@ def wait_subscribed(base_url: str) -> None:
 @pytest.fixture
 def two_gateways(market, tenant):
     """Base URLs of two gateway processes with 60 s caches and the event listener."""
-    settings.UBERLLM["SHARED_KEY_PREFIX"] = f"ops-{settings.UBERLLM['SHARED_KEY_PREFIX']}"
+    set_knob("SHARED_KEY_PREFIX", f"ops-{live_config().shared_key_prefix}")
     env = {"REDIS_URL": REDIS_URL, **LONG_TTLS}
     first, second = SubprocessGateway(env=env), SubprocessGateway(env=env)
     try:

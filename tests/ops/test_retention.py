@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
+from routing.config import gateway_config, live_config
 from routing.models import ProbeResult, SpeedSample
 from routing.services import speed_samples_prune
 from routing.tasks import prune_history_task
@@ -27,11 +27,11 @@ def speed_samples(endpoint, ages_s: list[float]) -> list[int]:
 
 
 def test_the_beat_task_prunes_old_samples_and_probe_results(market):
-    max_age = settings.UBERLLM["SPEED_MAX_AGE_S"]
+    max_age = gateway_config().speed_max_age_s
     endpoint = market["alpha"]
     old = speed_samples(endpoint, [max_age + 60] * 3)
     fresh = speed_samples(endpoint, [max_age - 60, 1])
-    days = settings.UBERLLM["PROBE_RESULT_MAX_AGE_DAYS"]
+    days = live_config().probe_result_max_age_days
     for cycle, age_days in ((1, days + 1), (2, days - 1)):
         probe = ProbeResult.objects.create(
             cycle=cycle, endpoint=endpoint, prompt_tokens=20_000, status="ok"
@@ -47,7 +47,7 @@ def test_the_beat_task_prunes_old_samples_and_probe_results(market):
 
 
 def test_pruning_goes_in_batches_until_none_is_left(market):
-    max_age = settings.UBERLLM["SPEED_MAX_AGE_S"]
+    max_age = gateway_config().speed_max_age_s
     speed_samples(market["bravo"], [max_age + 1] * 7)
     assert speed_samples_prune(batch_size=2) == 7
     assert not SpeedSample.objects.exists()
