@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ MODEL = "deepseek/deepseek-v4.1-flash"
 KEY = "sk-emu-test-secret"
 DEMO = Path(__file__).resolve().parents[2] / "providers" / "fixtures" / "emulator_demo.json"
 
+# The profiles the module's emulator serves (the `emu` fixture, tests/emulator/conftest.py).
 PROFILES: dict[str, Any] = {
     "seed": 7,
     "time_scale": 0.01,
@@ -38,19 +38,6 @@ PROFILES: dict[str, Any] = {
         },
     },
 }
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorServer]:
-    with EmulatorServer(PROFILES) as server:
-        yield server
-
-
-@pytest.fixture
-def emu(emulator: EmulatorServer) -> EmulatorServer:
-    """The shared emulator with log, caches, RNGs and overrides reset."""
-    emulator.reset(profiles=True)
-    return emulator
 
 
 def msgs(text: str = "Hello there", n: int = 1) -> list[dict[str, Any]]:

@@ -10,10 +10,9 @@ import anthropic
 import httpx
 import pytest
 
-from lab.emulator import EmulatorServer
-
 MODEL = "claude-emulated"
 KEY = "sk-ant-emu"
+# The profiles the module's emulator serves (the `emu` fixture, tests/emulator/conftest.py).
 PROFILES = {
     "seed": 3,
     "time_scale": 0,
@@ -24,18 +23,6 @@ TOOL = {
     "name": "lookup",
     "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
 }
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[EmulatorServer]:
-    with EmulatorServer(PROFILES) as emulator:
-        yield emulator
-
-
-@pytest.fixture
-def emu(server: EmulatorServer) -> EmulatorServer:
-    server.reset(profiles=True)
-    return server
 
 
 @pytest.fixture

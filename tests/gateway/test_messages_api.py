@@ -9,6 +9,7 @@ import httpx
 import orjson
 import pytest
 
+from ..providers.samples import PDF_DOCUMENT
 from ..support import TEST_MODEL, WEATHER_PARAMETERS, WEATHER_QUESTION
 from .test_chat_api import wait_finished
 
@@ -130,22 +131,7 @@ def test_the_model_listing_reads_in_the_anthropic_sdk(claude):
     assert model.created_at.year >= 2026 and model.created_at.tzinfo is not None
 
 
-PDF_ONLY = [
-    {
-        "role": "user",
-        "content": [
-            {
-                "type": "document",
-                "title": "spec.pdf",
-                "source": {
-                    "type": "base64",
-                    "media_type": "application/pdf",
-                    "data": "JVBERi0xLjQK",
-                },
-            }
-        ],
-    }
-]
+PDF_ONLY = [{"role": "user", "content": [PDF_DOCUMENT]}]
 
 
 def test_a_pdf_document_reaches_an_openai_provider_as_a_file(claude, emulator):

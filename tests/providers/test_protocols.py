@@ -5,18 +5,11 @@ import pytest
 
 from providers.protocols import anthropic_messages as wire
 from providers.protocols import openai_chat
-from providers.protocols.types import (
-    Finish,
-    ProtocolError,
-    ReasoningDelta,
-    ReasoningSignature,
-    StreamError,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallStart,
-    UsageReport,
-)
+from providers.protocols import types as ev
+from providers.protocols.types import ProtocolError
 from providers.protocols.usage import read_usage
+
+from .samples import PDF, PDF_DOCUMENT, TURN
 
 
 def _request(**fields):
@@ -26,6 +19,11 @@ def _request(**fields):
         "messages": [{"role": "user", "content": "hi"}],
         **fields,
     }
+
+
+def _replied(*blocks: dict, asked: str = "q") -> list[dict]:
+    """A conversation's start: the user asked, the assistant replied with ``blocks``."""
+    return [{"role": "user", "content": asked}, {"role": "assistant", "content": list(blocks)}]
 
 
 def test_blocks_become_chat_messages():
@@ -136,26 +134,12 @@ def test_blocks_become_chat_messages():
             "messages[0].content[0].source",
         ),
         (
-            _request(
-                messages=[
-                    {"role": "user", "content": "q"},
-                    {
-                        "role": "assistant",
-                        "content": [{"type": "thinking", "thinking": None, "signature": "s"}],
-                    },
-                ]
-            ),
+            _request(messages=_replied({"type": "thinking", "thinking": None, "signature": "s"})),
             "messages[1].content[0].thinking",
         ),
         (
             _request(
-                messages=[
-                    {"role": "user", "content": "q"},
-                    {
-                        "role": "assistant",
-                        "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": "{}"}],
-                    },
-                ]
+                messages=_replied({"type": "tool_use", "id": "t1", "name": "f", "input": "{}"})
             ),
             "messages[1].content[0].input",
         ),
@@ -179,23 +163,7 @@ def _events(raw: bytes) -> list[tuple[str, dict]]:
 
 def test_stream_renderer_blocks_in_order():
     renderer = wire.StreamRenderer("gen-1", "m/x", 12)
-    raw = (
-        renderer.start()
-        + b"".join(
-            renderer.render(e)
-            for e in [
-                ReasoningDelta("Let"),
-                ReasoningDelta(" me"),
-                TextDelta("Hi"),
-                ToolCallStart(0, "call_1", "f"),
-                ToolCallDelta(0, '{"a"'),
-                ToolCallDelta(0, ":1}"),
-                Finish("tool_calls"),
-                UsageReport(20, 7, cached_tokens=5),
-            ]
-        )
-        + renderer.finish()
-    )
+    raw = renderer.start() + b"".join(map(renderer.render, TURN)) + renderer.finish()
     events = _events(raw)
     names = [n for n, _ in events]
     assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
@@ -205,7 +173,7 @@ def test_stream_renderer_blocks_in_order():
     partial = "".join(
         d["delta"].get("partial_json", "") for n, d in events if n == "content_block_delta"
     )
-    assert partial == '{"a":1}'
+    assert partial == '{"x":1}'
     delta = events[-2][1]
     assert delta["delta"]["stop_reason"] == "tool_use"
     assert delta["usage"] == {
@@ -218,10 +186,8 @@ def test_stream_renderer_blocks_in_order():
 
 def test_stream_error_is_an_error_event():
     renderer = wire.StreamRenderer("gen-1", "m/x", 1)
-    names = [
-        n for n, _ in _events(renderer.render(TextDelta("a")) + renderer.render(StreamError("cut")))
-    ]
-    assert names[-1] == "error"
+    raw = renderer.render(ev.TextDelta("a")) + renderer.render(ev.StreamError("cut"))
+    assert [n for n, _ in _events(raw)][-1] == "error"
 
 
 def test_openai_chunk_events():
@@ -246,13 +212,13 @@ def test_openai_chunk_events():
         "usage": {"prompt_tokens": 3, "completion_tokens": 2},
     }
     assert openai_chat.events_from_chunk(chunk) == [
-        ReasoningDelta("r"),
-        ToolCallStart(1, "c", "f"),
-        ToolCallDelta(1, "{"),
-        Finish("tool_calls"),
-        UsageReport(3, 2),
+        ev.ReasoningDelta("r"),
+        ev.ToolCallStart(1, "c", "f"),
+        ev.ToolCallDelta(1, "{"),
+        ev.Finish("tool_calls"),
+        ev.UsageReport(3, 2),
     ]
-    assert openai_chat.events_from_chunk({"error": {"message": "x"}}) == [StreamError("x")]
+    assert openai_chat.events_from_chunk({"error": {"message": "x"}}) == [ev.StreamError("x")]
 
 
 @pytest.mark.parametrize(
@@ -383,9 +349,18 @@ def _sse(*events):
     return [orjson.dumps(e) for e in events]
 
 
+def _block(index: int, block: dict, *deltas: dict) -> list[dict]:
+    """One content block of a Messages stream: its start, its deltas, its stop."""
+    return [
+        {"type": "content_block_start", "index": index, "content_block": block},
+        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
 def test_upstream_stream_read_into_openai_chunks():
     reader = wire.UpstreamReader()
-    events = _sse(
+    events = _sse(  # the sample TURN as Anthropic streams it, with Anthropic's usage
         {
             "type": "message_start",
             "message": {
@@ -400,41 +375,20 @@ def test_upstream_stream_read_into_openai_chunks():
             },
         },
         {"type": "ping"},
-        {
-            "type": "content_block_start",
-            "index": 0,
-            "content_block": {"type": "thinking", "thinking": ""},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "thinking_delta", "thinking": "Hmm"},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "signature_delta", "signature": "sig"},
-        },
-        {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
-        {"type": "content_block_stop", "index": 1},
-        {
-            "type": "content_block_start",
-            "index": 2,
-            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 2,
-            "delta": {"type": "input_json_delta", "partial_json": '{"a":'},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 2,
-            "delta": {"type": "input_json_delta", "partial_json": " 1}"},
-        },
-        {"type": "content_block_stop", "index": 2},
+        *_block(
+            0,
+            {"type": "thinking", "thinking": ""},
+            {"type": "thinking_delta", "thinking": "Let"},
+            {"type": "thinking_delta", "thinking": " me"},
+            {"type": "signature_delta", "signature": "sig"},
+        ),
+        *_block(1, {"type": "text", "text": ""}, {"type": "text_delta", "text": "Hi"}),
+        *_block(
+            2,
+            {"type": "tool_use", "id": "toolu_1", "name": "b", "input": {}},
+            {"type": "input_json_delta", "partial_json": '{"x"'},
+            {"type": "input_json_delta", "partial_json": ":1}"},
+        ),
         {
             "type": "message_delta",
             "delta": {"stop_reason": "tool_use"},
@@ -446,18 +400,10 @@ def test_upstream_stream_read_into_openai_chunks():
     assert chunks[-1] == b"[DONE]"
     parsed = [_read_usage(orjson.loads(c)) for c in chunks[:-1]]
     events_out = [e for chunk in parsed for e in openai_chat.events_from_chunk(chunk)]
-    assert events_out == [
-        ReasoningDelta("Hmm"),
-        ReasoningSignature("sig"),
-        TextDelta("Hi"),
-        ToolCallStart(0, "toolu_1", "f"),
-        ToolCallDelta(0, '{"a":'),
-        ToolCallDelta(0, " 1}"),
-        Finish("tool_calls"),
-        UsageReport(
-            prompt_tokens=160, completion_tokens=30, cached_tokens=100, cache_write_tokens=50
-        ),
-    ]
+    assert events_out[:-1] == list(TURN[:-1])
+    assert events_out[-1] == ev.UsageReport(
+        prompt_tokens=160, completion_tokens=30, cached_tokens=100, cache_write_tokens=50
+    )
     assert parsed[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
 
 
@@ -469,7 +415,7 @@ def test_upstream_error_event_becomes_an_error_chunk():
         )
     )
     assert openai_chat.events_from_chunk(orjson.loads(chunk)) == [
-        StreamError("overloaded_error: Overloaded")
+        ev.StreamError("overloaded_error: Overloaded")
     ]
 
 
@@ -501,11 +447,11 @@ def test_upstream_whole_message_read_as_a_stream():
     parsed = [_read_usage(orjson.loads(c)) for c in chunks[:-1]]
     events = [e for chunk in parsed for e in openai_chat.events_from_chunk(chunk)]
     assert events == [
-        TextDelta("Hello"),
-        ToolCallStart(0, "t", "f"),
-        ToolCallDelta(0, '{"x":1}'),
-        Finish("length"),
-        UsageReport(prompt_tokens=5, completion_tokens=7),
+        ev.TextDelta("Hello"),
+        ev.ToolCallStart(0, "t", "f"),
+        ev.ToolCallDelta(0, '{"x":1}'),
+        ev.Finish("length"),
+        ev.UsageReport(prompt_tokens=5, completion_tokens=7),
     ]
 
 
@@ -521,7 +467,7 @@ def test_upstream_headers_carry_the_key_as_x_api_key():
 
 
 def test_messages_usage_rendered_with_cache_writes():
-    usage = UsageReport(
+    usage = ev.UsageReport(
         prompt_tokens=160, completion_tokens=3, cached_tokens=100, cache_write_tokens=50
     )
     rendered = wire.render_message("m", "x", [usage], 0)["usage"]
@@ -537,20 +483,16 @@ def test_thinking_signature_round_trip():
     """Upstream signature -> chunk field -> Messages block -> client's next request ->
     the thinking block sent upstream again; unsigned thinking is not sent."""
     renderer = wire.StreamRenderer("m", "x", 0)
-    out = renderer.render(ReasoningDelta("Hmm")) + renderer.render(ReasoningSignature("s1"))
-    out += renderer.render(TextDelta("ok"))
+    out = renderer.render(ev.ReasoningDelta("Hmm")) + renderer.render(ev.ReasoningSignature("s1"))
+    out += renderer.render(ev.TextDelta("ok"))
     assert b'"signature_delta","signature":"s1"' in out
     body = wire.to_chat_body(
         _request(
             messages=[
-                {"role": "user", "content": "q"},
-                {
-                    "role": "assistant",
-                    "content": [
-                        {"type": "thinking", "thinking": "Hmm", "signature": "s1"},
-                        {"type": "tool_use", "id": "t", "name": "f", "input": {}},
-                    ],
-                },
+                *_replied(
+                    {"type": "thinking", "thinking": "Hmm", "signature": "s1"},
+                    {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+                ),
                 {
                     "role": "user",
                     "content": [{"type": "tool_result", "tool_use_id": "t", "content": "1"}],
@@ -617,11 +559,7 @@ def test_tool_result_cache_breakpoint_reaches_anthropic_only():
     body = wire.to_chat_body(
         _request(
             messages=[
-                {"role": "user", "content": "q"},
-                {
-                    "role": "assistant",
-                    "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
-                },
+                *_replied({"type": "tool_use", "id": "t", "name": "f", "input": {}}),
                 {
                     "role": "user",
                     "content": [
@@ -648,33 +586,30 @@ def test_server_tool_blocks_of_every_kind_are_taken_and_dropped():
     body = wire.to_chat_body(
         _request(
             messages=[
-                {"role": "user", "content": "fetch it"},
-                {
-                    "role": "assistant",
-                    "content": [
-                        {
-                            "type": "server_tool_use",
-                            "id": "srvtoolu_1",
-                            "name": "web_fetch",
-                            "input": {},
-                        },
-                        {
-                            "type": "web_fetch_tool_result",
-                            "tool_use_id": "srvtoolu_1",
-                            "content": {},
-                        },
-                        {
-                            "type": "mcp_tool_use",
-                            "id": "mcptoolu_1",
-                            "name": "q",
-                            "server_name": "s",
-                            "input": {},
-                        },
-                        {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": []},
-                        {"type": "code_execution_tool_result", "tool_use_id": "x", "content": {}},
-                        {"type": "text", "text": "done"},
-                    ],
-                },
+                *_replied(
+                    {
+                        "type": "server_tool_use",
+                        "id": "srvtoolu_1",
+                        "name": "web_fetch",
+                        "input": {},
+                    },
+                    {
+                        "type": "web_fetch_tool_result",
+                        "tool_use_id": "srvtoolu_1",
+                        "content": {},
+                    },
+                    {
+                        "type": "mcp_tool_use",
+                        "id": "mcptoolu_1",
+                        "name": "q",
+                        "server_name": "s",
+                        "input": {},
+                    },
+                    {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "content": []},
+                    {"type": "code_execution_tool_result", "tool_use_id": "x", "content": {}},
+                    {"type": "text", "text": "done"},
+                    asked="fetch it",
+                ),
                 {"role": "user", "content": "more"},
             ]
         )
@@ -688,9 +623,6 @@ def test_server_tool_blocks_of_every_kind_are_taken_and_dropped():
         wire.to_chat_body(_request(messages=[{"role": "user", "content": [{"type": "toolz"}]}]))
 
 
-PDF = "JVBERi0xLjQK"  # "%PDF-1.4\n", base64
-
-
 def test_a_pdf_document_becomes_a_file_part_and_back():
     # A PDF document block was dropped, so a message holding only one read as empty
     # (found with the anthropic SDK). Both ways, base64 and URL; text stays text.
@@ -700,15 +632,7 @@ def test_a_pdf_document_becomes_a_file_part_and_back():
                 {
                     "role": "user",
                     "content": [
-                        {
-                            "type": "document",
-                            "title": "spec.pdf",
-                            "source": {
-                                "type": "base64",
-                                "media_type": "application/pdf",
-                                "data": PDF,
-                            },
-                        },
+                        PDF_DOCUMENT,
                         {
                             "type": "document",
                             "source": {"type": "url", "url": "https://x.test/a.pdf"},
@@ -734,11 +658,7 @@ def test_a_pdf_document_becomes_a_file_part_and_back():
     ]
     back = wire.from_chat_body({"model": "m", "max_tokens": 5, "messages": body["messages"]})
     pdf, linked, text = back["messages"][0]["content"]
-    assert pdf == {
-        "type": "document",
-        "title": "spec.pdf",
-        "source": {"type": "base64", "media_type": "application/pdf", "data": PDF},
-    }
+    assert pdf == PDF_DOCUMENT
     assert linked["source"] == {"type": "url", "url": "https://x.test/a.pdf"}
     assert text == {"type": "text", "text": "plain"}
 

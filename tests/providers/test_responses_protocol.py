@@ -4,23 +4,16 @@ a Responses request -> the neutral chat body, and neutral events -> Responses ev
 import orjson
 import pytest
 
+from providers.protocols import types as ev
 from providers.protocols.openai_responses import (
     ResponseRenderer,
     render_response,
     skeleton,
     to_chat_body,
 )
-from providers.protocols.types import (
-    Finish,
-    ProtocolError,
-    ReasoningDelta,
-    ReasoningSignature,
-    StreamError,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallStart,
-    UsageReport,
-)
+from providers.protocols.types import ProtocolError
+
+from .samples import TURN
 
 
 def _body(**request):
@@ -182,18 +175,7 @@ def _events(raw: bytes) -> list[dict]:
 
 def test_stream_items_in_order_with_signature_and_namespace():
     renderer = _renderer()
-    raw = renderer.start()
-    for event in (
-        ReasoningDelta("Hm"),
-        ReasoningSignature("sig"),
-        TextDelta("Hi"),
-        ToolCallStart(0, "c", "b"),
-        ToolCallDelta(0, '{"x"'),
-        ToolCallDelta(0, ":1}"),
-        Finish("tool_calls"),
-        UsageReport(10, 4, cached_tokens=3, reasoning_tokens=1),
-    ):
-        raw += renderer.render(event)
+    raw = renderer.start() + b"".join(map(renderer.render, TURN))
     events = _events(raw + renderer.finish())
     done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
     assert [i["type"] for i in done] == ["reasoning", "message", "function_call"]
@@ -202,18 +184,22 @@ def test_stream_items_in_order_with_signature_and_namespace():
     final = events[-1]["response"]
     assert final["status"] == "completed" and len(final["output"]) == 3
     assert final["usage"] == {
-        "input_tokens": 10,
-        "input_tokens_details": {"cached_tokens": 3},
-        "output_tokens": 4,
+        "input_tokens": 20,
+        "input_tokens_details": {"cached_tokens": 5},
+        "output_tokens": 7,
         "output_tokens_details": {"reasoning_tokens": 1},
-        "total_tokens": 14,
+        "total_tokens": 27,
     }
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
 
 
 def test_a_stream_error_fails_the_response_once():
     renderer = _renderer()
-    raw = renderer.start() + renderer.render(TextDelta("Hi")) + renderer.render(StreamError("x"))
+    raw = (
+        renderer.start()
+        + renderer.render(ev.TextDelta("Hi"))
+        + renderer.render(ev.StreamError("x"))
+    )
     events = _events(raw + renderer.finish())
     assert events[-1]["type"] == "response.failed"
     assert events[-1]["response"]["error"] == {"code": "server_error", "message": "x"}
@@ -221,7 +207,7 @@ def test_a_stream_error_fails_the_response_once():
 
 
 def test_whole_reply_without_usage_uses_the_estimate():
-    response = render_response(_renderer(), [TextDelta("Hi"), Finish("length")])
+    response = render_response(_renderer(), [ev.TextDelta("Hi"), ev.Finish("length")])
     assert response["status"] == "incomplete"
     assert response["incomplete_details"] == {"reason": "max_output_tokens"}
     assert response["output"][0]["content"][0]["text"] == "Hi"

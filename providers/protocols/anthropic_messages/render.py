@@ -12,17 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..types import (
-    ChatEvent,
-    Finish,
-    ReasoningDelta,
-    ReasoningSignature,
-    StreamError,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallStart,
-    UsageReport,
-)
+from .. import types as ev
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -54,7 +44,7 @@ def sse(event: str, data: dict[str, Any]) -> bytes:
 PING = sse("ping", {"type": "ping"})
 
 
-def _usage(usage: UsageReport | None, prompt_estimate: int) -> dict[str, Any]:
+def _usage(usage: ev.UsageReport | None, prompt_estimate: int) -> dict[str, Any]:
     if usage is None:
         return {"input_tokens": prompt_estimate, "output_tokens": 0}
     written = min(usage.cache_write_tokens, max(usage.prompt_tokens - usage.cached_tokens, 0))
@@ -80,7 +70,7 @@ class StreamRenderer:
         self.block_kind: str | None = None  # "text" | "thinking" | "tool_use"
         self.tool_index: int | None = None
         self.stop_reason: str | None = None
-        self.usage: UsageReport | None = None
+        self.usage: ev.UsageReport | None = None
         self.signature = ""  # the open thinking block's, from the provider
 
     def start(self) -> bytes:
@@ -122,16 +112,16 @@ class StreamRenderer:
         data = {"type": "content_block_delta", "index": self.block_index, "delta": delta}
         return sse("content_block_delta", data)
 
-    def render(self, event: ChatEvent) -> bytes:
+    def render(self, event: ev.ChatEvent) -> bytes:
         match event:
-            case TextDelta(text):
+            case ev.TextDelta(text):
                 opening = (
                     b""
                     if self.block_kind == "text"
                     else self._open("text", {"type": "text", "text": ""})
                 )
                 return opening + self._delta({"type": "text_delta", "text": text})
-            case ReasoningDelta(text):
+            case ev.ReasoningDelta(text):
                 opening = (
                     b""
                     if self.block_kind == "thinking"
@@ -140,23 +130,23 @@ class StreamRenderer:
                     )
                 )
                 return opening + self._delta({"type": "thinking_delta", "thinking": text})
-            case ReasoningSignature(signature):
+            case ev.ReasoningSignature(signature):
                 if self.block_kind == "thinking":
                     self.signature = signature
-            case ToolCallStart(index, call_id, name):
+            case ev.ToolCallStart(index, call_id, name):
                 block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
                 out = self._open("tool_use", block)
                 self.tool_index = index
                 return out
-            case ToolCallDelta(index, arguments):
+            case ev.ToolCallDelta(index, arguments):
                 if self.block_kind != "tool_use" or self.tool_index != index:
                     return b""  # a fragment for a call already closed: cannot be placed
                 return self._delta({"type": "input_json_delta", "partial_json": arguments})
-            case Finish(reason):
+            case ev.Finish(reason):
                 self.stop_reason = STOP_REASONS.get(reason, "end_turn")
-            case UsageReport():
+            case ev.UsageReport():
                 self.usage = event
-            case StreamError(message):
+            case ev.StreamError(message):
                 return self._close() + sse("error", error_body(502, message))
         return b""
 
@@ -184,7 +174,7 @@ def tool_input(arguments: str) -> Any:
 
 
 def render_message(
-    message_id: str, model: str, events: list[ChatEvent], prompt_estimate: int
+    message_id: str, model: str, events: list[ev.ChatEvent], prompt_estimate: int
 ) -> dict[str, Any]:
     """A whole reply (the events of a ``chat.completion``) as an Anthropic Message."""
     content: list[dict[str, Any]] = []
@@ -193,19 +183,19 @@ def render_message(
     stop, usage = "end_turn", None
     for event in events:
         match event:
-            case ReasoningDelta(piece):
+            case ev.ReasoningDelta(piece):
                 thinking += piece
-            case ReasoningSignature(piece):
+            case ev.ReasoningSignature(piece):
                 signature = piece
-            case TextDelta(piece):
+            case ev.TextDelta(piece):
                 text += piece
-            case ToolCallStart(index, call_id, name):
+            case ev.ToolCallStart(index, call_id, name):
                 calls[index] = {"id": call_id, "name": name, "arguments": ""}
-            case ToolCallDelta(index, piece) if index in calls:
+            case ev.ToolCallDelta(index, piece) if index in calls:
                 calls[index]["arguments"] += piece
-            case Finish(reason):
+            case ev.Finish(reason):
                 stop = STOP_REASONS.get(reason, "end_turn")
-            case UsageReport():
+            case ev.UsageReport():
                 usage = event
     if thinking:
         content.append({"type": "thinking", "thinking": thinking, "signature": signature})

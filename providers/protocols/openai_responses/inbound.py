@@ -269,11 +269,17 @@ def _tools(request: dict[str, Any], body: dict[str, Any]) -> None:
         body["parallel_tool_calls"] = request["parallel_tool_calls"]
 
 
-def _reasoning_effort(reasoning: Any) -> dict[str, Any] | None:
-    if reasoning is None:
-        return None
-    if not isinstance(reasoning, dict):
-        raise bad("'reasoning' must be an object.", "reasoning")
+def _object(request: dict[str, Any], name: str) -> dict[str, Any]:
+    """The object ``request[name]``: empty when absent or null, a 400 when not an object."""
+    value = request.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise bad(f"'{name}' must be an object.", name)
+    return value
+
+
+def _reasoning_effort(reasoning: dict[str, Any]) -> dict[str, Any] | None:
     effort = reasoning.get("effort")
     if effort is None:
         return None
@@ -282,11 +288,7 @@ def _reasoning_effort(reasoning: Any) -> dict[str, Any] | None:
     return {"effort": effort}
 
 
-def _response_format(text: Any) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    if not isinstance(text, dict):
-        raise bad("'text' must be an object.", "text")
+def _response_format(text: dict[str, Any]) -> dict[str, Any] | None:
     fmt = text.get("format")
     if not isinstance(fmt, dict) or fmt.get("type") in (None, "text"):
         return None
@@ -330,9 +332,9 @@ def _extras(request: dict[str, Any], body: dict[str, Any]) -> None:
             body[name] = request[name]
     if request.get("max_output_tokens") is not None:
         body["max_tokens"] = request["max_output_tokens"]
-    if (reasoning := _reasoning_effort(request.get("reasoning"))) is not None:
+    if (reasoning := _reasoning_effort(_object(request, "reasoning"))) is not None:
         body["reasoning"] = reasoning
-    if (response_format := _response_format(request.get("text"))) is not None:
+    if (response_format := _response_format(_object(request, "text"))) is not None:
         body["response_format"] = response_format
     user = request.get("user") or request.get("safety_identifier")
     if isinstance(user, str):

@@ -15,17 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..types import (
-    ChatEvent,
-    Finish,
-    ReasoningDelta,
-    ReasoningSignature,
-    StreamError,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallStart,
-    UsageReport,
-)
+from .. import types as ev
 
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
@@ -34,10 +24,10 @@ def sse(kind: str, data: dict[str, Any]) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
-def usage_object(usage: UsageReport | None, prompt_estimate: int) -> dict[str, Any]:
+def usage_object(usage: ev.UsageReport | None, prompt_estimate: int) -> dict[str, Any]:
     """Responses' usage; the prompt estimate when the provider reported none."""
     if usage is None:
-        usage = UsageReport(prompt_tokens=prompt_estimate, completion_tokens=0)
+        usage = ev.UsageReport(prompt_tokens=prompt_estimate, completion_tokens=0)
     return {
         "input_tokens": usage.prompt_tokens,
         "input_tokens_details": {"cached_tokens": usage.cached_tokens},
@@ -93,7 +83,7 @@ class ResponseRenderer:
         self.tool_index: int | None = None  # the open function call's index in the chunks
         self.sequence = 0
         self.finish_reason = "stop"
-        self.usage: UsageReport | None = None
+        self.usage: ev.UsageReport | None = None
         self.ended = False
         self.base = str(response["id"]).removeprefix("gen-")
 
@@ -213,24 +203,24 @@ class ResponseRenderer:
             "response.function_call_arguments.delta", **self._where(), delta=arguments
         )
 
-    def render(self, event: ChatEvent) -> bytes:
+    def render(self, event: ev.ChatEvent) -> bytes:
         """The SSE events for one neutral event (none for finish and usage)."""
         match event:
-            case TextDelta(text):
+            case ev.TextDelta(text):
                 return self._text(text)
-            case ReasoningDelta(text):
+            case ev.ReasoningDelta(text):
                 return self._reasoning(text)
-            case ReasoningSignature(signature) if self.open and self.open["type"] == "reasoning":
+            case ev.ReasoningSignature(signature) if self.open and self.open["type"] == "reasoning":
                 self.open["encrypted_content"] = signature
-            case ToolCallStart(index, call_id, name):
+            case ev.ToolCallStart(index, call_id, name):
                 return self._call(index, call_id, name)
-            case ToolCallDelta(index, arguments):
+            case ev.ToolCallDelta(index, arguments):
                 return self._arguments(index, arguments)
-            case Finish(reason):
+            case ev.Finish(reason):
                 self.finish_reason = reason
-            case UsageReport():
+            case ev.UsageReport():
                 self.usage = event
-            case StreamError(message):
+            case ev.StreamError(message):
                 return self.fail(message)
         return b""
 
@@ -257,7 +247,7 @@ class ResponseRenderer:
         return closing + self._event(f"response.{status}", response=self.snapshot(status))
 
 
-def render_response(renderer: ResponseRenderer, events: list[ChatEvent]) -> dict[str, Any]:
+def render_response(renderer: ResponseRenderer, events: list[ev.ChatEvent]) -> dict[str, Any]:
     """A whole reply (the events of a ``chat.completion``) as one Response object."""
     for event in events:
         renderer.render(event)
