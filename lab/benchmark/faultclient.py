@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 import httptools
 import orjson
 
+from .loadgen import ParsedResponses
+
 TOKEN = re.compile(rb'"content"\s*:\s*"[^"]')  # an event carrying a non-empty token
 DONE = b"data: [DONE]"
 
@@ -70,22 +72,15 @@ class Reply:
         return self.status == 200 and self.done
 
 
-class _Exchange(asyncio.Protocol):
+class _Exchange(ParsedResponses):
     def __init__(self, reply: Reply, finished: asyncio.Future) -> None:
+        super().__init__()
         self.reply = reply
         self.finished = finished
-        self.parser = httptools.HttpResponseParser(self)
-        self.transport: asyncio.Transport | None = None
         self.headers: dict[bytes, bytes] = {}
 
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            self._finish(f"parse: {exc}")
+    def parse_error(self, exc: httptools.HttpParserError) -> None:
+        self._finish(f"parse: {exc}")
 
     def connection_lost(self, exc) -> None:
         if self.reply.ended_at is None and self.reply.cut_at is None:

@@ -34,12 +34,32 @@ DONE = b"[DONE]"
 perf = time.perf_counter
 
 
-class Exchange(asyncio.Protocol):
-    """One keep-alive connection; ``send()`` one request and await its parsed outcome."""
+class ParsedResponses(asyncio.Protocol):
+    """A client connection whose bytes feed httptools' response parser, which calls this
+    object's ``on_*`` callbacks; a subclass says what a parse error does (``parse_error``)."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self.parse_error(exc)
+
+    def parse_error(self, exc: httptools.HttpParserError) -> None:
+        raise NotImplementedError
+
+
+class Exchange(ParsedResponses):
+    """One keep-alive connection; ``send()`` one request and await its parsed outcome."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.waiter: asyncio.Future | None = None
         self.closed = False
         self.status = 0
@@ -49,15 +69,9 @@ class Exchange(asyncio.Protocol):
         self.plain = False  # a JSON (non-streamed) reply: complete without [DONE]
 
     # asyncio protocol
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            self._fail(exc)
-            self.transport.close()
+    def parse_error(self, exc: httptools.HttpParserError) -> None:
+        self._fail(exc)
+        self.transport.close()
 
     def connection_lost(self, exc) -> None:
         self.closed = True

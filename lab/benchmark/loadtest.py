@@ -44,6 +44,7 @@ from .faultclient import Cut, Reply, connect, encode_request, exchange, request
 from .run import (
     EMULATOR_PROFILE,
     free_port,
+    gateway_argv,
     gateway_env,
     redis_argv,
     spawn,
@@ -142,24 +143,9 @@ class Stack:
     def start_gateway(self, label: str, **env: str | None) -> None:
         """(Re)start the gateway; its output goes to var/loadtest/gateway-<label>.log."""
         self.stop_one("gateway")
-        self.ports["gateway"] = free_port()
-        argv = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "uberllm.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.ports["gateway"]),
-            "--workers",
-            str(self.o.workers),
-            "--log-level",
-            "warning",
-            "--no-access-log",
-            "--backlog",
-            "4096",
-        ]
+        port = self.ports["gateway"] = free_port()
+        argv = gateway_argv("uvicorn", "uberllm.asgi:application", port, self.o.workers)
+        argv += ["--backlog", "4096"]  # the burst scenario connects 1,000 clients at once
         proc = spawn(argv, self.base_dir, self.env(**env), self.work / f"gateway-{label}.log")
         self.procs["gateway"] = proc
         wait_ready(self.gateway_url.replace("chat/completions", "models"), proc, 90, "gateway")

@@ -111,44 +111,14 @@ SERVERS = ("uvicorn", "granian")
 
 def gateway_argv(server: str, app: str, port: int, workers: int) -> list[str]:
     """The command serving ``app`` on 127.0.0.1:``port`` with ``workers`` processes."""
+    listen = ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    quiet = ["--log-level", "warning", "--no-access-log"]
     if server == "granian":
         # asginl: ASGI without lifespan, as first measured (uberllm.asgi routes lifespan
         # now; under Granian the startup's gc.freeze and the shutdown drain are skipped).
-        return [
-            sys.executable,
-            "-m",
-            "granian",
-            "--interface",
-            "asginl",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--loop",
-            "uvloop",
-            "--log-level",
-            "warning",
-            "--no-access-log",
-            "--no-ws",
-            app,
-        ]
-    return [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        app,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--log-level",
-        "warning",
-        "--no-access-log",
-    ]
+        granian = [sys.executable, "-m", "granian", "--interface", "asginl"]
+        return [*granian, *listen, "--loop", "uvloop", *quiet, "--no-ws", app]
+    return [sys.executable, "-m", "uvicorn", app, *listen, *quiet]
 
 
 def redis_argv(port: int, *extra: str) -> list[str]:

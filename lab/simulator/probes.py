@@ -24,6 +24,7 @@ from collections import defaultdict, deque
 from typing import TYPE_CHECKING
 
 from routing.core import BUCKETS, bucket_for, budget_day
+from routing.core.lessons import Probed
 from routing.core.probe import probe_worst_cost, within_probe_budget, within_volume_share
 
 from .market import OK
@@ -200,7 +201,7 @@ class Prober:
         market.inflight[probe.endpoint_id] -= 1
         if not ok:
             engine.metrics.probe_failures += 1
-            strategy.on_probe(probe.endpoint_id, probe.size, None, False, now)
+            strategy.on_probe(Probed(probe.endpoint_id, probe.size, None, False), now)
             return
         cost = market.cost(probe.endpoint_id, ProbeRequest(probe.size, 0), 0, 1)  # type: ignore[arg-type]
         engine.metrics.probe_spend += cost
@@ -223,4 +224,4 @@ class Prober:
             self._call(probe)
             return
         restart = len(probe.ttfts) > 1 and bool(confirmed_shift(probe.typical, probe.ttfts))
-        strategy.on_probe(probe.endpoint_id, probe.size, probe.ttfts, restart, now)
+        strategy.on_probe(Probed(probe.endpoint_id, probe.size, tuple(probe.ttfts), restart), now)

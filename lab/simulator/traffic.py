@@ -16,7 +16,7 @@ the seed). Without it the process is exactly the homogeneous one.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from routing.core import RoutingOptions, bucket_for
@@ -129,18 +129,27 @@ def _always(t: float) -> bool:
     return True
 
 
+def _arrivals(
+    cls: ClassSpec, rng: random.Random, horizon: float, keep: Keep, peak: float
+) -> Iterator[float]:
+    """The class's arrival times up to ``horizon``: a Poisson process at its rate x
+    ``peak``, thinned by ``keep``. Each gap is drawn from ``rng`` when the next time is
+    asked for, after whatever the caller drew for the previous arrival."""
+    t = 0.0
+    while True:
+        t += rng.expovariate(cls.rate_per_s * peak)
+        if t > horizon:
+            return
+        if keep(t):
+            yield t
+
+
 def _singles(
     cls: ClassSpec, rng: random.Random, horizon: float, keep: Keep = _always, peak: float = 1.0
 ) -> list[SimRequest]:
     out: list[SimRequest] = []
-    t = 0.0
     shared = [(f"s{cls.index}", cls.shared_prefix_tokens)] if cls.shared_prefix_tokens else None
-    while True:
-        t += rng.expovariate(cls.rate_per_s * peak)
-        if t > horizon:
-            return out
-        if not keep(t):
-            continue
+    for t in _arrivals(cls, rng, horizon, keep, peak):
         prompt = max(1, round(cls.prompt.sample(rng)))  # type: ignore[union-attr]
         output = round(cls.output.sample(rng))
         stream = rng.random() < cls.stream_share
@@ -150,21 +159,14 @@ def _singles(
                 t, cls, prompt, output, stream, rng.getrandbits(62), options, prefixes=shared
             )
         )
+    return out
 
 
 def _conversations(
     cls: ClassSpec, rng: random.Random, horizon: float, keep: Keep = _always, peak: float = 1.0
 ) -> list[SimRequest]:
     out: list[SimRequest] = []
-    t0 = 0.0
-    number = 0
-    while True:
-        t0 += rng.expovariate(cls.rate_per_s * peak)
-        if t0 > horizon:
-            return out
-        if not keep(t0):
-            continue
-        number += 1
+    for number, t0 in enumerate(_arrivals(cls, rng, horizon, keep, peak), start=1):
         key = cls.index * 100_000_000 + number
         turns = max(1, round(cls.turns.sample(rng)))  # type: ignore[union-attr]
         stream = rng.random() < cls.stream_share
@@ -195,6 +197,7 @@ def _conversations(
             )
             prompt += max(1, output) + round(cls.growth.sample(rng))  # type: ignore[union-attr]
             t += cls.turn_gap_s.sample(rng)  # type: ignore[union-attr]
+    return out
 
 
 def _estimated_rate(scenario: Scenario) -> float:

@@ -5,7 +5,6 @@ thinking and cache writes billed; retries between protocols within one call."""
 
 from decimal import Decimal
 
-import anthropic
 import httpx
 import pytest
 
@@ -45,14 +44,6 @@ def mixed(market, emulator):
     """alpha (cheapest, tried first) speaks Anthropic; bravo and charlie OpenAI chat."""
     _set(market, "alpha", protocol="anthropic_messages")
     return emulator
-
-
-@pytest.fixture
-def claude(native, gateway, tenant):
-    with anthropic.Anthropic(
-        base_url=f"{gateway.base_url}/api", api_key=tenant.key, max_retries=0
-    ) as sdk:
-        yield sdk
 
 
 def _upstream_record(emulator) -> dict:
@@ -343,7 +334,7 @@ def test_endpoints_listing_names_the_protocol(mixed, gateway):
 
 
 @pytest.mark.parametrize("alpha_fails", [False, True], ids=["anthropic", "openai"])
-def test_tool_result_cache_breakpoint_accepted_by_both_kinds(mixed, gateway, tenant, alpha_fails):
+def test_tool_result_cache_breakpoint_accepted_by_both_kinds(mixed, claude, alpha_fails):
     if alpha_fails:
         mixed.control("alpha", status_override=500)
     history = [
@@ -367,11 +358,6 @@ def test_tool_result_cache_breakpoint_accepted_by_both_kinds(mixed, gateway, ten
         },
     ]
     tools = [{"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}]
-    with anthropic.Anthropic(
-        base_url=f"{gateway.base_url}/api", api_key=tenant.key, max_retries=0
-    ) as claude:
-        message = claude.messages.create(
-            model=TEST_MODEL, max_tokens=50, messages=history, tools=tools
-        )
+    message = claude.messages.create(model=TEST_MODEL, max_tokens=50, messages=history, tools=tools)
     assert message.stop_reason == "end_turn"
     assert wait_finished(message.id).provider_slug == ("bravo" if alpha_fails else "alpha")

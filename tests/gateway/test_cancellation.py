@@ -10,6 +10,7 @@ for a spread of ``k`` that lands it at each await of the path in turn."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import orjson
 import pytest
@@ -22,6 +23,9 @@ from ..support import TEST_MODEL
 pytestmark = pytest.mark.django_db(transaction=True)
 
 YIELDS = [0, 1, 2, 3, 4, 5, 6, 8, 10, 13, 17, 22, 30, 40, 55, 75, 100, 140, 200, 300, 500]
+HELLO = orjson.dumps(
+    {"model": TEST_MODEL, "stream": True, "messages": [{"role": "user", "content": "hello"}]}
+)
 
 
 def _scope(key: str, length: int) -> dict:
@@ -62,6 +66,20 @@ async def _call_with_disconnect(key: str, body: bytes, yields: int) -> list[dict
 
     await ChatApp()(_scope(key, len(body)), receive, send)
     return sent
+
+
+def _receive_then_leave(body: bytes, leave: asyncio.Event) -> Callable[[], Awaitable[dict]]:
+    """An ASGI ``receive``: ``body`` in one message, then ``http.disconnect`` once ``leave``
+    is set."""
+    parts = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict:
+        if parts:
+            return parts.pop()
+        await leave.wait()
+        return {"type": "http.disconnect"}
+
+    return receive
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -111,10 +129,6 @@ def test_disconnect_while_the_key_is_read_never_reaches_the_provider(
     with no upstream call and no row, and its key is still cached by the read."""
     from billing import auth
 
-    body = orjson.dumps(
-        {"model": TEST_MODEL, "stream": True, "messages": [{"role": "user", "content": "hello"}]}
-    )
-
     async def run() -> tuple[list[dict], bool, bool]:
         from routing.gateway.asgi import ChatApp
 
@@ -125,18 +139,12 @@ def test_disconnect_while_the_key_is_read_never_reaches_the_provider(
             await slots.acquire()
         sent: list[dict] = []
         left = asyncio.Event()
-        parts = [{"type": "http.request", "body": body, "more_body": False}]
-
-        async def receive() -> dict:
-            if parts:
-                return parts.pop()
-            await left.wait()
-            return {"type": "http.disconnect"}
 
         async def send(message: dict) -> None:
             sent.append(message)
 
-        call = asyncio.ensure_future(ChatApp()(_scope(tenant.key, len(body)), receive, send))
+        receive = _receive_then_leave(HELLO, left)
+        call = asyncio.ensure_future(ChatApp()(_scope(tenant.key, len(HELLO)), receive, send))
         await asyncio.sleep(0.2)
         assert not call.done()  # waiting for its key's read
         left.set()
@@ -181,28 +189,19 @@ def test_a_disconnect_closes_the_upstream_before_the_call_unwinds(
         )
 
     monkeypatch.setattr(LiveCall, "abort_upstreams", watched_abort)
-    body = orjson.dumps(
-        {"model": TEST_MODEL, "stream": True, "messages": [{"role": "user", "content": "hello"}]}
-    )
 
     async def run() -> None:
         from common.aio import background_idle
         from routing.gateway.asgi import ChatApp
 
         tokens = asyncio.Event()
-        parts = [{"type": "http.request", "body": body, "more_body": False}]
-
-        async def receive() -> dict:
-            if parts:
-                return parts.pop()
-            await tokens.wait()
-            return {"type": "http.disconnect"}
 
         async def send(message: dict) -> None:
             if b'"content"' in message.get("body", b""):
                 tokens.set()
 
-        await ChatApp()(_scope(tenant.key, len(body)), receive, send)
+        receive = _receive_then_leave(HELLO, tokens)
+        await ChatApp()(_scope(tenant.key, len(HELLO)), receive, send)
         while not background_idle():  # noqa: ASYNC110 - the ledger writer runs on this loop
             await asyncio.sleep(0.01)
 

@@ -37,14 +37,6 @@ def aliased(market):
     return model
 
 
-@pytest.fixture
-def claude(gateway, tenant, aliased):
-    with anthropic.Anthropic(
-        base_url=f"{gateway.base_url}/api", api_key=tenant.key, max_retries=0
-    ) as sdk:
-        yield sdk
-
-
 def _upstream_models(emulator) -> list:
     return [record["model"] for record in emulator.log()]
 
@@ -70,7 +62,7 @@ def test_streamed_chat_with_an_alias_and_a_suffix(client, aliased, emulator):
     assert wait_finished(chunks[0].id).model_slug == TEST_MODEL
 
 
-def test_messages_with_an_alias_whole_and_streamed(claude, emulator):
+def test_messages_with_an_alias_whole_and_streamed(claude, aliased, emulator):
     message = claude.messages.create(model=SONNET, max_tokens=100, messages=HI)
     assert message.model == TEST_MODEL
     assert message.content[0].text.startswith("lorem")
@@ -83,7 +75,7 @@ def test_messages_with_an_alias_whole_and_streamed(claude, emulator):
     assert _upstream_models(emulator) == [TEST_MODEL, TEST_MODEL]
 
 
-def test_count_tokens_with_an_alias_counts_as_the_catalog_model(claude):
+def test_count_tokens_with_an_alias_counts_as_the_catalog_model(claude, aliased):
     by_alias = claude.messages.count_tokens(model=SONNET, messages=HI)
     by_slug = claude.messages.count_tokens(model=TEST_MODEL, messages=HI)
     assert by_alias.input_tokens == by_slug.input_tokens > 0
@@ -101,7 +93,7 @@ def test_responses_with_an_alias(client, aliased, emulator):
     assert _upstream_models(emulator) == [TEST_MODEL]
 
 
-def test_unknown_names_keep_their_404_in_each_clients_shape(client, claude, emulator):
+def test_unknown_names_keep_their_404_in_each_clients_shape(client, claude, aliased, emulator):
     with pytest.raises(openai.NotFoundError) as chat:
         client.chat.completions.create(model="claude-nonexistent-9", messages=HI)
     assert chat.value.body["code"] == "model_not_found"
@@ -123,7 +115,7 @@ def _allow(tenant, models: list[str]) -> None:
     forget_cached_key(tenant.api_key.prefix)
 
 
-def test_allowed_models_apply_to_the_resolved_model(client, claude, tenant, emulator):
+def test_allowed_models_apply_to_the_resolved_model(client, claude, aliased, tenant, emulator):
     _allow(tenant, [TEST_MODEL])
     assert client.chat.completions.create(model=SONNET, messages=HI).model == TEST_MODEL
     assert claude.messages.create(model=SONNET, max_tokens=10, messages=HI).model == TEST_MODEL

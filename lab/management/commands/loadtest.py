@@ -19,6 +19,9 @@ from lab.benchmark.database import fresh_sqlite_file
 from lab.benchmark.loadtest import SCENARIOS, Options, run
 from lab.management.commands.bench_overhead import gateway_workers
 
+# The options that are lab.benchmark.loadtest.Options fields of the same name, as given.
+AS_GIVEN = ("streams", "concurrency", "cut_share", "burst", "rate", "duration", "fault_s", "seed")
+
 
 class Command(BaseCommand):
     help = "Load and fault test of the gateway (cuts, burst, redis-outage, pg-pause)."
@@ -34,7 +37,9 @@ class Command(BaseCommand):
         parser.add_argument("--burst", type=int, default=1000, help="burst: requests (1000)")
         parser.add_argument("--rate", type=float, default=20.0, help="faults: requests/s (20)")
         parser.add_argument("--duration", type=float, default=30.0, help="faults: seconds (30)")
-        parser.add_argument("--fault-seconds", type=float, default=10.0, help="fault length (10)")
+        parser.add_argument(
+            "--fault-seconds", dest="fault_s", type=float, default=10.0, help="fault length (10)"
+        )
         parser.add_argument("--seed", type=int, default=1)
 
     def _log(self, message: str) -> None:
@@ -62,15 +67,8 @@ class Command(BaseCommand):
         load = Options(
             scenarios=options["scenarios"] or list(SCENARIOS),
             workers=options["workers"] or gateway_workers(),
-            streams=options["streams"],
-            concurrency=options["concurrency"],
-            cut_share=options["cut_share"],
-            burst=options["burst"],
-            rate=options["rate"],
-            duration=options["duration"],
-            fault_s=options["fault_seconds"],
-            seed=options["seed"],
             log=self._log,
+            **{name: options[name] for name in AS_GIVEN},
         )
         engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
         where = " (var/loadtest/loadtest.sqlite3)" if database_url else ""

@@ -28,6 +28,7 @@ from routing.core import (
     plan_route,
 )
 from routing.core.hedge import NO_HEDGE
+from routing.core.lessons import Probed
 from routing.core.session import HedgeStart, Step
 from routing.core.types import EndpointInfo, ModelInfo, RequestFeatures, RoutePlan
 
@@ -121,15 +122,9 @@ class Strategy:
         """The typical TTFT a probe is compared with (None: no confirmation rule)."""
         return None
 
-    def on_probe(
-        self,
-        endpoint_id: int,
-        prompt_tokens: int,
-        ttfts: list[float] | None,
-        restart: bool,
-        now: float,
-    ) -> None:
-        """A probe's answers (None: it failed); ``restart``: a confirmed shift (R5)."""
+    def on_probe(self, probe: Probed, now: float) -> None:
+        """A probe ended (R5): its answers (None: it failed) and whether they confirmed a
+        shift (``restart``)."""
         return None
 
     def extra_summary(self) -> dict[str, Any]:

@@ -103,17 +103,8 @@ class LearnsFromCalls:
         info = next(e for e in infos if e.endpoint_id == endpoint_id)
         return self.router.knowledge.probe_sizes(info, self.models[model], infos, sizes, now)
 
-    def on_probe(
-        self,
-        endpoint_id: int,
-        prompt_tokens: int,
-        ttfts: list[float] | None,
-        restart: bool,
-        now: float,
-    ) -> None:
-        answers = None if ttfts is None else tuple(ttfts)
-        lesson = Probed(endpoint_id, prompt_tokens, answers, restart)
-        self.router.stores.emit((lesson,), now)
+    def on_probe(self, probe: Probed, now: float) -> None:
+        self.router.stores.emit((probe,), now)
 
 
 def served_call(strategy: LearnsFromCalls, run: Run, leg: Leg, now: float) -> ServedCall:
