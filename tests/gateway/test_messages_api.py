@@ -23,14 +23,6 @@ WEATHER = {
 ASK = [{"role": "user", "content": WEATHER_QUESTION}]
 
 
-@pytest.fixture
-def claude(gateway, tenant):
-    with anthropic.Anthropic(
-        base_url=f"{gateway.base_url}/api", api_key=tenant.key, max_retries=0
-    ) as sdk:
-        yield sdk
-
-
 def test_text_reply_billed_like_a_chat_call(claude, emulator):
     message = claude.messages.create(
         model=TEST_MODEL, max_tokens=100, messages=HI, system="You are terse."
