@@ -7,6 +7,8 @@ from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import path
 
+from common.admin import ReadOnlyAdmin
+
 from .models import (
     Activity,
     ApiKey,
@@ -182,14 +184,6 @@ class ActivityAdmin(admin.ModelAdmin):
     @admin.display(description="cost (USD)", ordering="cost_usd")
     def cost(self, obj: Activity) -> str:
         return usd(obj.cost_usd)
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(RejectedRequest)

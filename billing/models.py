@@ -295,25 +295,20 @@ class RejectedRequest(TenantData):
         return f"{self.http_status} {self.code} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
+def _price_changes_of(to: str) -> models.ForeignKey:
+    """A price change's link to the catalog object whose price it is (one of them set)."""
+    return models.ForeignKey(
+        to, on_delete=models.CASCADE, null=True, blank=True, related_name="price_changes"
+    )
+
+
 class PriceChange(models.Model):
     """One change of a catalog price (USD per 1M tokens): an endpoint's prices or a
     model's list prices, with who made it and when. Written on every save that changes
     a price (admin, import); the first row of an object is its initial price."""
 
-    endpoint = models.ForeignKey(
-        "providers.Endpoint",
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="price_changes",
-    )
-    model = models.ForeignKey(
-        "providers.Model",
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="price_changes",
-    )
+    endpoint = _price_changes_of("providers.Endpoint")
+    model = _price_changes_of("providers.Model")
     field = models.CharField(max_length=32)
     old_price = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     new_price = models.DecimalField(max_digits=14, decimal_places=6)

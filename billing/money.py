@@ -15,23 +15,24 @@ from decimal import ROUND_HALF_EVEN, Decimal
 SIGNIFICANT_DIGITS = 3
 
 
+def _nonzero(value) -> Decimal | None:
+    """``value`` as a Decimal; None for None and for zero (both written as a bare 0)."""
+    if value is None:
+        return None
+    number = Decimal(value)
+    return number if number else None
+
+
 def decimal_str(value) -> str:
     """The exact value, no exponent, no trailing zeros ("0" for zero)."""
-    if value is None:
-        return "0"
-    number = Decimal(value)
-    if not number:
-        return "0"
-    text = format(number.normalize(), "f")
-    return text
+    number = _nonzero(value)
+    return "0" if number is None else format(number.normalize(), "f")
 
 
 def usd_short(value) -> str:
     """``$1,234.50``, ``$0.50``, ``$0.0031``, ``$0.0000102``, ``$0``; negative as ``-$0.02``."""
-    if value is None:
-        return "$0"
-    number = Decimal(value)
-    if not number:
+    number = _nonzero(value)
+    if number is None:
         return "$0"
     sign, number = ("-", -number) if number < 0 else ("", number)
     if number >= 1:

@@ -6,12 +6,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from django.db.models import Count, Q, QuerySet, Sum
-from django.http import Http404
+from django.db.models import Q, QuerySet
 
 from ..models import Activity, CallBody, RejectedRequest
 from ..money import decimal_str
-from .common import ActivityFilters, in_days, matching, savings_of, savings_sums
+from .common import ActivityFilters, call_sums, first_or_404, in_days, matching, savings_of
 
 
 def activity_list(*, organisation_id: int, filters: ActivityFilters | None = None) -> QuerySet:
@@ -25,16 +24,9 @@ def activity_list(*, organisation_id: int, filters: ActivityFilters | None = Non
 
 
 def activity_get(*, organisation_id: int, request_id: str) -> Activity:
-    activity = (
-        Activity.objects.for_organisation(organisation_id)
-        .select_related("api_key")
-        .prefetch_related("attempts")
-        .filter(request_id=request_id)
-        .first()
-    )
-    if activity is None:
-        raise Http404("No such generation.")
-    return activity
+    activities = Activity.objects.for_organisation(organisation_id).select_related("api_key")
+    activities = activities.prefetch_related("attempts").filter(request_id=request_id)
+    return first_or_404(activities, "No such generation.")
 
 
 def call_body_get(*, organisation_id: int, request_id: str) -> CallBody | None:
@@ -61,15 +53,7 @@ def generation_get(*, organisation_id: int, request_id: str) -> Activity | None:
 
 def activity_totals(queryset: QuerySet) -> dict:
     """Calls, spend, tokens, whether any usage is estimated, and the savings."""
-    totals = queryset.order_by().aggregate(
-        calls=Count("id"),
-        cost=Sum("cost_usd"),
-        prompt=Sum("prompt_tokens"),
-        cached=Sum("cached_tokens"),
-        completion=Sum("completion_tokens"),
-        estimated=Count("id", filter=Q(usage_estimated=True)),
-        **savings_sums(),
-    )
+    totals = queryset.order_by().aggregate(**call_sums())
     totals["cost"] = totals["cost"] or Decimal(0)
     for name in ("prompt", "cached", "completion"):
         totals[name] = totals[name] or 0
@@ -89,15 +73,8 @@ def rejected_list(*, organisation_id: int, filters: ActivityFilters | None = Non
 
 def rejected_get(*, organisation_id: int, rejected_id: int) -> RejectedRequest:
     """One refused request of this organisation; 404 for another's (or none)."""
-    rejected = (
-        RejectedRequest.objects.for_organisation(organisation_id)
-        .select_related("api_key")
-        .filter(id=rejected_id)
-        .first()
-    )
-    if rejected is None:
-        raise Http404("No such rejected request.")
-    return rejected
+    refused = RejectedRequest.objects.for_organisation(organisation_id).select_related("api_key")
+    return first_or_404(refused.filter(id=rejected_id), "No such rejected request.")
 
 
 def activity_filter_choices(*, organisation_id: int) -> dict[str, list[str]]:

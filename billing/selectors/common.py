@@ -1,4 +1,5 @@
-"""What the selector modules share: UTC periods, the Activity filters and the savings sums."""
+"""What the selector modules share: UTC periods, the Activity filters, the sums of calls
+and savings, one row or 404."""
 
 from __future__ import annotations
 
@@ -6,13 +7,23 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import DecimalField, Q, QuerySet, Sum, Value
+from django.db.models import Count, DecimalField, Model, Q, QuerySet, Sum, Value
+from django.http import Http404
 
 from ..savings import Savings
 
 # The prompt-size buckets of the routing core, in size order (see product.md).
 PROMPT_BUCKETS = ("<8k", "8k-32k", "32k-128k", ">128k")
 ZERO_USD = Value(Decimal(0), output_field=DecimalField(max_digits=20, decimal_places=10))
+
+
+def first_or_404(queryset: QuerySet, message: str) -> Model:
+    """The first row of ``queryset`` (already scoped to one organisation); ``Http404``
+    with ``message`` when it has none (another organisation's row, or no such row)."""
+    row = queryset.first()
+    if row is None:
+        raise Http404(message)
+    return row
 
 
 def for_organisation(model: type, organisation_id: int | None) -> QuerySet:
@@ -84,6 +95,41 @@ def savings_sums() -> dict:
         "cheapest_cost": Sum("cheapest_cost_usd"),
         "cost_with_cheapest": Sum("cost_usd", filter=Q(cheapest_cost_usd__isnull=False)),
     }
+
+
+def call_sums() -> dict:
+    """The sums of Activity rows behind ``activity_totals``: calls, spend, tokens, calls
+    with estimated usage, and the savings sums."""
+    return {
+        "calls": Count("id"),
+        "cost": Sum("cost_usd"),
+        "prompt": Sum("prompt_tokens"),
+        "cached": Sum("cached_tokens"),
+        "completion": Sum("completion_tokens"),
+        "estimated": Count("id", filter=Q(usage_estimated=True)),
+        **savings_sums(),
+    }
+
+
+# The column of the daily rollups (UsageDaily) that keeps each sum of ``call_sums``.
+ROLLED_COLUMNS = {
+    "calls": "calls",
+    "cost": "cost_usd",
+    "prompt": "prompt_tokens",
+    "cached": "cached_tokens",
+    "completion": "completion_tokens",
+    "estimated": "estimated",
+    "list_cost": "list_cost_usd",
+    "cost_with_list": "cost_with_list_usd",
+    "cheapest_cost": "cheapest_cost_usd",
+    "cost_with_cheapest": "cost_with_cheapest_usd",
+}
+
+
+def rolled_sums(*names: str) -> dict:
+    """``call_sums`` of daily rollup rows, under the same names: all of them, or only
+    ``names``."""
+    return {name: Sum(ROLLED_COLUMNS[name]) for name in names or ROLLED_COLUMNS}
 
 
 def savings_of(row: dict) -> Savings:

@@ -17,7 +17,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 
 from ..models import Activity, CreditEntry, UsageDaily
 from ..savings import Savings
-from .common import day_start, savings_of, savings_sums
+from .common import day_start, rolled_sums, savings_of, savings_sums
 
 ZERO = Decimal(0)
 
@@ -141,14 +141,9 @@ def _month_sums(organisation_id: int, start: datetime, end: datetime) -> tuple[d
 
 
 def _rolled_sums() -> dict:
-    return {
-        "calls": Sum("calls"),
-        "cost": Sum("cost_usd"),
-        "list_cost": Sum("list_cost_usd"),
-        "cost_with_list": Sum("cost_with_list_usd"),
-        "cheapest_cost": Sum("cheapest_cost_usd"),
-        "cost_with_cheapest": Sum("cost_with_cheapest_usd"),
-    }
+    """The rollups' sums a statement shows: calls, spend and the savings sums."""
+    savings = ("list_cost", "cost_with_list", "cheapest_cost", "cost_with_cheapest")
+    return rolled_sums("calls", "cost", *savings)
 
 
 def _add_archived(total: dict, models: dict, rolled: QuerySet) -> None:

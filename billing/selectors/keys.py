@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db.models import QuerySet
-from django.http import Http404
 
 from providers.models import Model
 
 from ..models import ApiKey
-from .common import month_start
+from .common import first_or_404, month_start
 from .spend import spend_annotations
 
 
@@ -26,10 +25,8 @@ def api_key_choices(*, organisation_id: int) -> QuerySet:
 
 
 def api_key_get(*, organisation_id: int, key_id: int) -> ApiKey:
-    api_key = ApiKey.objects.for_organisation(organisation_id).filter(id=key_id).first()
-    if api_key is None:
-        raise Http404("No such key.")
-    return api_key
+    api_keys = ApiKey.objects.for_organisation(organisation_id)
+    return first_or_404(api_keys.filter(id=key_id), "No such key.")
 
 
 def api_key_names(*, organisation_id: int, ids: list[int]) -> dict[int, str]:

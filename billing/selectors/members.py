@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django.db.models import QuerySet
-from django.http import Http404
 
 from ..models import Invitation, Membership, Organisation
+from .common import first_or_404
 
 
 def membership_for_user(user) -> Membership | None:
@@ -28,10 +28,7 @@ def membership_list(*, organisation_id: int) -> QuerySet:
 
 def membership_get(*, organisation_id: int, membership_id: int) -> Membership:
     memberships = Membership.objects.for_organisation(organisation_id).select_related("user")
-    membership = memberships.filter(id=membership_id).first()
-    if membership is None:
-        raise Http404("No such member.")
-    return membership
+    return first_or_404(memberships.filter(id=membership_id), "No such member.")
 
 
 def _pending(invitations: QuerySet) -> QuerySet:
@@ -57,8 +54,5 @@ def unscoped_invitation_by_token(token: str) -> Invitation | None:
 
 
 def invitation_get(*, organisation_id: int, invitation_id: int) -> Invitation:
-    invitation = Invitation.objects.for_organisation(organisation_id)
-    invitation = invitation.filter(id=invitation_id).first()
-    if invitation is None:
-        raise Http404("No such invitation.")
-    return invitation
+    invitations = Invitation.objects.for_organisation(organisation_id)
+    return first_or_404(invitations.filter(id=invitation_id), "No such invitation.")

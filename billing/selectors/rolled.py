@@ -19,7 +19,15 @@ from django.db.models.functions import TruncDate
 
 from ..models import TtftDaily, UsageDaily, UsageDayTotal
 from .activity import activity_list
-from .common import ActivityFilters, day_start, matching, savings_of, savings_sums
+from .common import (
+    ROLLED_COLUMNS,
+    ActivityFilters,
+    call_sums,
+    day_start,
+    matching,
+    rolled_sums,
+    savings_of,
+)
 from .keys import api_key_names
 
 
@@ -63,53 +71,10 @@ def _split(
     return _Split(rolled.order_by(), _ttft_rolled(organisation_id, days, filters), recent, last)
 
 
-_SUM_KEYS = (
-    "calls",
-    "cost",
-    "prompt",
-    "cached",
-    "completion",
-    "estimated",
-    "list_cost",
-    "cost_with_list",
-    "cheapest_cost",
-    "cost_with_cheapest",
-)
-
-
-def _rolled_sums() -> dict:
-    """The sums of rollup rows, under the names of ``_raw_sums``."""
-    return {
-        "calls": Sum("calls"),
-        "cost": Sum("cost_usd"),
-        "prompt": Sum("prompt_tokens"),
-        "cached": Sum("cached_tokens"),
-        "completion": Sum("completion_tokens"),
-        "estimated": Sum("estimated"),
-        "list_cost": Sum("list_cost_usd"),
-        "cost_with_list": Sum("cost_with_list_usd"),
-        "cheapest_cost": Sum("cheapest_cost_usd"),
-        "cost_with_cheapest": Sum("cost_with_cheapest_usd"),
-    }
-
-
-def _raw_sums() -> dict:
-    """The sums of Activity rows."""
-    return {
-        "calls": Count("id"),
-        "cost": Sum("cost_usd"),
-        "prompt": Sum("prompt_tokens"),
-        "cached": Sum("cached_tokens"),
-        "completion": Sum("completion_tokens"),
-        "estimated": Count("id", filter=Q(usage_estimated=True)),
-        **savings_sums(),
-    }
-
-
 def _add(a: dict | None, b: dict | None) -> dict:
     """Sum two aggregated rows key by key; a null sum stays null only if both are."""
     out = {}
-    for key in _SUM_KEYS:
+    for key in ROLLED_COLUMNS:  # every sum of call_sums
         x, y = (a or {}).get(key), (b or {}).get(key)
         out[key] = y if x is None else x if y is None else x + y
     return out
@@ -127,8 +92,8 @@ def _finish(row: dict) -> dict:
 def usage_totals(*, organisation_id: int, filters: ActivityFilters | None = None) -> dict:
     """``activity_totals`` of the filtered calls, from the rollups where they apply."""
     split = _split(organisation_id, filters)
-    rolled = split.rolled.aggregate(**_rolled_sums()) if split.rolled is not None else None
-    return _finish(_add(rolled, split.recent.aggregate(**_raw_sums())))
+    rolled = split.rolled.aggregate(**rolled_sums()) if split.rolled is not None else None
+    return _finish(_add(rolled, split.recent.aggregate(**call_sums())))
 
 
 def activity_row_count(*, organisation_id: int, filters: ActivityFilters, totals: dict) -> int:
@@ -155,10 +120,10 @@ def _grouped(split: _Split, fields: tuple, raw_qs: QuerySet | None = None) -> di
     """Sums per group key (a tuple of the fields' values), rolled and recent added."""
     groups: dict[tuple, dict] = {}
     if split.rolled is not None:
-        for row in split.rolled.values(*fields).annotate(**_rolled_sums()):
+        for row in split.rolled.values(*fields).annotate(**rolled_sums()):
             groups[tuple(row[f] for f in fields)] = row
     recent = raw_qs if raw_qs is not None else split.recent
-    for row in recent.values(*fields).annotate(**_raw_sums()):
+    for row in recent.values(*fields).annotate(**call_sums()):
         key = tuple(row[f] for f in fields)
         groups[key] = _add(groups.get(key), row)
     return groups
@@ -218,13 +183,13 @@ def _summary_groups(split: _Split, organisation_id: int, date_from: date) -> tup
     groups: dict[tuple, dict] = {}
     days: dict[tuple, dict] = {}
     if split.rolled is not None:
-        for row in split.rolled.values(*_DIMENSIONS).annotate(**_rolled_sums()):
+        for row in split.rolled.values(*_DIMENSIONS).annotate(**rolled_sums()):
             groups[tuple(row[f] for f in _DIMENSIONS)] = row
         day_rows = _day_totals(split, organisation_id, date_from)
-        for row in day_rows.values("day").annotate(**_rolled_sums()):
+        for row in day_rows.values("day").annotate(**rolled_sums()):
             days[(row["day"],)] = row
     recent = split.recent.annotate(day=TruncDate("created_at", tzinfo=UTC))
-    for row in recent.values("day", *_DIMENSIONS).annotate(**_raw_sums()):
+    for row in recent.values("day", *_DIMENSIONS).annotate(**call_sums()):
         key = tuple(row[f] for f in _DIMENSIONS)
         groups[key] = _add(groups.get(key), row)
         days[(row["day"],)] = _add(days.get((row["day"],)), row)

@@ -7,6 +7,7 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_POST
 
 from .. import selectors
 from ..models import Membership
@@ -58,3 +59,22 @@ def owner_required(message: str):
 def key_manager_required(message: str):
     """For views under ``organisation_required``: owners and admins pass."""
     return _requiring("manages_keys", message)
+
+
+def _post_only(role_check):
+    def decorator(view):
+        return require_POST(organisation_required(role_check(view)))
+
+    return decorator
+
+
+def owner_post(message: str):
+    """A POST-only action for the organisation's owners: ``require_POST`` (405), then
+    ``organisation_required``, then ``owner_required(message)`` (403), in that order."""
+    return _post_only(owner_required(message))
+
+
+def key_manager_post(message: str):
+    """A POST-only action for owners and admins: ``require_POST`` (405), then
+    ``organisation_required``, then ``key_manager_required(message)`` (403)."""
+    return _post_only(key_manager_required(message))

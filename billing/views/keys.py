@@ -14,7 +14,6 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
 
 from .. import selectors, services
 from ..forms import (
@@ -24,7 +23,7 @@ from ..forms import (
     MonthlyLimitForm,
     OrganisationLimitsForm,
 )
-from .common import forbidden, key_manager_required, organisation_required, owner_required
+from .common import forbidden, key_manager_post, organisation_required, owner_post
 
 ONLY_OWNERS = "Only the organisation's owners set its limits and who may create keys."
 ONLY_OWNERS_BODIES = "Only the organisation's owners switch body logging on or off."
@@ -128,9 +127,7 @@ def api_keys_view(request: HttpRequest) -> HttpResponse:
     return _see_other("dashboard:keys")
 
 
-@require_POST
-@organisation_required
-@key_manager_required(ONLY_MANAGERS)
+@key_manager_post(ONLY_MANAGERS)
 def api_key_settings_view(request: HttpRequest, key_id: int) -> HttpResponse:
     """Edit every setting of a key at once (the table row's "Edit" form)."""
     api_key = selectors.api_key_get(organisation_id=request.organisation.id, key_id=key_id)
@@ -148,9 +145,7 @@ def api_key_settings_view(request: HttpRequest, key_id: int) -> HttpResponse:
     return redirect("dashboard:keys")
 
 
-@require_POST
-@organisation_required
-@owner_required(ONLY_OWNERS)
+@owner_post(ONLY_OWNERS)
 def organisation_limits_view(request: HttpRequest) -> HttpResponse:
     form = OrganisationLimitsForm(request.POST)
     if not form.is_valid():
@@ -167,9 +162,7 @@ def organisation_limits_view(request: HttpRequest) -> HttpResponse:
     return redirect("dashboard:keys")
 
 
-@require_POST
-@organisation_required
-@owner_required(ONLY_OWNERS_BODIES)
+@owner_post(ONLY_OWNERS_BODIES)
 def organisation_body_logging_view(request: HttpRequest) -> HttpResponse:
     """Switch keeping the calls' request and reply bodies on or off, and its retention."""
     form = BodyLoggingForm(request.POST)
@@ -185,9 +178,7 @@ def organisation_body_logging_view(request: HttpRequest) -> HttpResponse:
     return redirect("dashboard:keys")
 
 
-@require_POST
-@organisation_required
-@key_manager_required(ONLY_MANAGERS)
+@key_manager_post(ONLY_MANAGERS)
 def api_key_revoke_view(request: HttpRequest, key_id: int) -> HttpResponse:
     api_key = selectors.api_key_get(organisation_id=request.organisation.id, key_id=key_id)
     services.api_key_revoke(api_key=api_key)
@@ -195,9 +186,7 @@ def api_key_revoke_view(request: HttpRequest, key_id: int) -> HttpResponse:
     return redirect("dashboard:keys")
 
 
-@require_POST
-@organisation_required
-@key_manager_required(ONLY_MANAGERS)
+@key_manager_post(ONLY_MANAGERS)
 def api_key_limit_view(request: HttpRequest, key_id: int) -> HttpResponse:
     """The monthly limit alone (kept for scripts and older pages; the row's "Edit" form
     sets every setting)."""

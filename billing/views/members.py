@@ -13,12 +13,11 @@ from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
 
 from .. import selectors, services
 from ..forms import InvitationSignupForm, MemberInviteForm, MemberRoleForm
 from ..models import Invitation, Membership
-from .common import forbidden, organisation_required, owner_required
+from .common import forbidden, organisation_required, owner_post
 
 ONLY_OWNERS = "Only the organisation's owners manage members."
 INVALID_LINK = "This invitation link is invalid, used or expired. Ask for a new one."
@@ -72,9 +71,7 @@ def members_view(request: HttpRequest) -> HttpResponse:
     return _render(request, MemberInviteForm(), new_invitation=(invitation, url))
 
 
-@require_POST
-@organisation_required
-@owner_required(ONLY_OWNERS)
+@owner_post(ONLY_OWNERS)
 def invitation_revoke_view(request: HttpRequest, invitation_id: int) -> HttpResponse:
     invitation = selectors.invitation_get(
         organisation_id=request.organisation.id, invitation_id=invitation_id
@@ -118,9 +115,7 @@ def invitation_accept_view(request: HttpRequest, token: str) -> HttpResponse:
     return render(request, "dashboard/invitation.html", context, status=status)
 
 
-@require_POST
-@organisation_required
-@owner_required(ONLY_OWNERS)
+@owner_post(ONLY_OWNERS)
 def member_role_view(request: HttpRequest, membership_id: int) -> HttpResponse:
     membership = selectors.membership_get(
         organisation_id=request.organisation.id, membership_id=membership_id
@@ -138,9 +133,7 @@ def member_role_view(request: HttpRequest, membership_id: int) -> HttpResponse:
     return redirect("dashboard:members")
 
 
-@require_POST
-@organisation_required
-@owner_required(ONLY_OWNERS)
+@owner_post(ONLY_OWNERS)
 def member_remove_view(request: HttpRequest, membership_id: int) -> HttpResponse:
     membership = selectors.membership_get(
         organisation_id=request.organisation.id, membership_id=membership_id
