@@ -42,6 +42,24 @@ def _tool_events(calls: list[dict[str, Any]]) -> list[ev.ChatEvent]:
     return events
 
 
+def _reasoning_and_text(part: dict[str, Any]) -> list[ev.ChatEvent]:
+    """A delta's or a whole message's reasoning (the first field of ``REASONING_FIELDS``
+    that holds text; anything but a string is ignored), its signature and its text."""
+    events: list[ev.ChatEvent] = []
+    reasoning = next((part[f] for f in REASONING_FIELDS if _text(part.get(f))), None)
+    if reasoning:
+        events.append(ev.ReasoningDelta(reasoning))
+    if _text(part.get(SIGNATURE_FIELD)):
+        events.append(ev.ReasoningSignature(part[SIGNATURE_FIELD]))
+    if part.get("content"):
+        events.append(ev.TextDelta(part["content"]))
+    return events
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
 def events_from_chunk(chunk: dict[str, Any]) -> list[ev.ChatEvent]:
     """The neutral events of one chunk (the first choice only: the gateway serves n=1)."""
     if chunk.get("error"):
@@ -50,14 +68,7 @@ def events_from_chunk(chunk: dict[str, Any]) -> list[ev.ChatEvent]:
     events: list[ev.ChatEvent] = []
     for choice in (chunk.get("choices") or ())[:1]:
         delta = choice.get("delta") or {}
-        for field in REASONING_FIELDS:
-            if isinstance(delta.get(field), str) and delta[field]:
-                events.append(ev.ReasoningDelta(delta[field]))
-                break
-        if isinstance(delta.get(SIGNATURE_FIELD), str) and delta[SIGNATURE_FIELD]:
-            events.append(ev.ReasoningSignature(delta[SIGNATURE_FIELD]))
-        if delta.get("content"):
-            events.append(ev.TextDelta(delta["content"]))
+        events += _reasoning_and_text(delta)
         events += _tool_events(delta.get("tool_calls") or [])
         if choice.get("finish_reason"):
             events.append(ev.Finish(choice["finish_reason"]))
@@ -71,14 +82,7 @@ def events_from_completion(completion: dict[str, Any]) -> list[ev.ChatEvent]:
     events: list[ev.ChatEvent] = []
     for choice in (completion.get("choices") or ())[:1]:
         message = choice.get("message") or {}
-        for field in REASONING_FIELDS:
-            if message.get(field):
-                events.append(ev.ReasoningDelta(message[field]))
-                break
-        if isinstance(message.get(SIGNATURE_FIELD), str) and message[SIGNATURE_FIELD]:
-            events.append(ev.ReasoningSignature(message[SIGNATURE_FIELD]))
-        if message.get("content"):
-            events.append(ev.TextDelta(message["content"]))
+        events += _reasoning_and_text(message)
         for index, call in enumerate(message.get("tool_calls") or ()):
             function = call.get("function") or {}
             events.append(ev.ToolCallStart(index, call.get("id") or "", function.get("name") or ""))

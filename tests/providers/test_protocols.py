@@ -221,6 +221,19 @@ def test_openai_chunk_events():
     assert openai_chat.events_from_chunk({"error": {"message": "x"}}) == [ev.StreamError("x")]
 
 
+@pytest.mark.parametrize("read", ["chunk", "completion"])
+def test_reasoning_that_is_not_text_is_skipped_for_the_next_field(read):
+    """A stream's delta and a whole message read reasoning alike: the first field that holds
+    a non-empty string; a list or an object there (no upstream's text) is not relayed."""
+    part = {"reasoning_content": [{"type": "text"}], "reasoning": "r", "content": "hi"}
+    if read == "chunk":
+        events = openai_chat.events_from_chunk({"choices": [{"delta": part}]})
+    else:
+        completion = {"choices": [{"message": part, "finish_reason": "stop"}]}
+        events = openai_chat.events_from_completion(completion)[:-1]
+    assert events == [ev.ReasoningDelta("r"), ev.TextDelta("hi")]
+
+
 @pytest.mark.parametrize(
     ("status", "kind"),
     [
