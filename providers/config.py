@@ -19,7 +19,7 @@ class ProvidersConfig:
     upstream_first_token_timeout_s: float = 180.0
     upstream_idle_timeout_s: float = 60.0
     upstream_max_connections: int = 1000
-    probe_timeout_s: float = 90.0
+    probe_timeout_s: float = 90.0  # a probe's run (routing/probes.py), an endpoint check's read
 
     @classmethod
     def from_settings(cls, conf: Mapping[str, Any]) -> ProvidersConfig:

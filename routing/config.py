@@ -42,7 +42,6 @@ class LiveConfig:
     ledger_checkpoint_lead_s: float = 1.5
     ledger_checkpoint_after_s: float = 1.0  # a call younger than this is not checkpointed
     ledger_heartbeat_s: float = 30.0
-    probe_timeout_s: float = 90.0
     probe_concurrency: int = 4
     probe_daily_budget_usd: float = 25.0
     probe_spend_share: float = 0.25

@@ -22,11 +22,16 @@ from rest_framework import serializers
 
 from .openapi_schemas import (
     ANTHROPIC_ERROR_REF,
+    BOOLEAN,
     ENDPOINT,
+    INTEGER,
     JSON,
     NULLABLE_NUMBER,
     NULLABLE_STR,
+    NUMBER,
+    OBJECT,
     SCHEMAS,
+    STRING,
     errors_of,
 )
 
@@ -149,12 +154,12 @@ KEY = {
             "type": "object",
             "required": ["label", "limit", "usage", "limit_remaining", "rate_limit"],
             "properties": {
-                "label": {"type": "string"},
+                "label": STRING,
                 "limit": NULLABLE_NUMBER,
-                "usage": {"type": "number"},
-                "usage_daily": {"type": "number"},
-                "usage_weekly": {"type": "number"},
-                "usage_monthly": {"type": "number"},
+                "usage": NUMBER,
+                "usage_daily": NUMBER,
+                "usage_weekly": NUMBER,
+                "usage_monthly": NUMBER,
                 "limit_remaining": NULLABLE_NUMBER,
                 "limit_reset": NULLABLE_STR,
                 "expires_at": NULLABLE_STR,
@@ -173,15 +178,15 @@ CREDITS = {
             "description": "total_credits: total_usage plus what the organisation's limits leave "
             "(UberLLM has no prepaid balance); limit_remaining null: no limit.",
             "properties": {
-                "total_credits": {"type": "number"},
-                "total_usage": {"type": "number"},
+                "total_credits": NUMBER,
+                "total_usage": NUMBER,
                 "limit_remaining": NULLABLE_NUMBER,
             },
         }
     },
 }
-_SSE = {"text/event-stream": {"schema": {"type": "string"}}}
-_SLUG = [{"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}]
+_SSE = {"text/event-stream": {"schema": STRING}}
+_SLUG = [{"name": "slug", "in": "path", "required": True, "schema": STRING}]
 
 
 def _post(
@@ -271,7 +276,7 @@ LEAN_PATHS = {
         {
             "type": "object",
             "required": ["input_tokens"],
-            "properties": {"input_tokens": {"type": "integer"}},
+            "properties": {"input_tokens": INTEGER},
         },
         _MESSAGES_ERRORS,
     ),
@@ -282,13 +287,13 @@ LEAN_PATHS = {
             "type": "object",
             "required": ["data", "has_more"],
             "properties": {
-                "object": {"type": "string"},
+                "object": STRING,
                 "data": {"type": "array", "items": _MODEL_REF},
-                "has_more": {"type": "boolean"},
+                "has_more": BOOLEAN,
                 "first_id": {"type": "string", "nullable": True},
                 "last_id": {"type": "string", "nullable": True},
-                "total_count": {"type": "integer"},
-                "links": {"type": "object"},
+                "total_count": INTEGER,
+                "links": OBJECT,
             },
         },
     ),
@@ -307,8 +312,8 @@ LEAN_PATHS = {
                     "type": "object",
                     "required": ["id", "name", "endpoints"],
                     "properties": {
-                        "id": {"type": "string"},
-                        "name": {"type": "string"},
+                        "id": STRING,
+                        "name": STRING,
                         "endpoints": {"type": "array", "items": ENDPOINT},
                     },
                 }

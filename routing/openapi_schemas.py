@@ -7,6 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 JSON = "application/json"
+STRING = {"type": "string"}
+INTEGER = {"type": "integer"}
+NUMBER = {"type": "number"}
+BOOLEAN = {"type": "boolean"}
+OBJECT = {"type": "object"}
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 ANTHROPIC_ERROR_REF = {"$ref": "#/components/schemas/AnthropicError"}
 
@@ -22,16 +27,18 @@ def errors_of(*statuses: int, schema: dict[str, Any] = ERROR_REF) -> dict[str, A
 
 
 _ROLES = ["system", "developer", "user", "assistant", "tool", "function"]
-_PARTS = {"type": "array", "minItems": 1, "items": {"type": "object"}}
+_OBJECTS = {"type": "array", "items": OBJECT}
+_PARTS = {"type": "array", "minItems": 1, "items": OBJECT}
+_MODEL_NAME = {"type": "string", "minLength": 1}
 MESSAGE = {
     "type": "object",
     "required": ["role"],
     "properties": {
         "role": {"type": "string", "enum": _ROLES},
-        "content": {"oneOf": [{"type": "string"}, _PARTS], "nullable": True},
-        "tool_call_id": {"type": "string"},
-        "tool_calls": {"type": "array", "items": {"type": "object"}},
-        "name": {"type": "string"},
+        "content": {"oneOf": [STRING, _PARTS], "nullable": True},
+        "tool_call_id": STRING,
+        "tool_calls": _OBJECTS,
+        "name": STRING,
     },
 }
 CHAT_REQUEST = {
@@ -39,11 +46,11 @@ CHAT_REQUEST = {
     "required": ["model", "messages"],
     "description": "OpenAI Chat Completions; fields not listed pass through to the provider.",
     "properties": {
-        "model": {"type": "string", "minLength": 1},
-        "models": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 8},
+        "model": _MODEL_NAME,
+        "models": {"type": "array", "items": STRING, "minItems": 1, "maxItems": 8},
         "messages": {"type": "array", "minItems": 1, "items": MESSAGE},
-        "stream": {"type": "boolean"},
-        "stream_options": {"type": "object"},
+        "stream": BOOLEAN,
+        "stream_options": OBJECT,
         "max_tokens": {"type": "integer", "minimum": 1},
         "max_completion_tokens": {"type": "integer", "minimum": 1},
         "temperature": _number(0, 2),
@@ -51,9 +58,9 @@ CHAT_REQUEST = {
         "frequency_penalty": _number(-2, 2),
         "presence_penalty": _number(-2, 2),
         "n": {"type": "integer", "minimum": 1, "maximum": 1},
-        "tools": {"type": "array", "items": {"type": "object"}},
-        "tool_choice": {"oneOf": [{"type": "string"}, {"type": "object"}]},
-        "response_format": {"type": "object"},
+        "tools": _OBJECTS,
+        "tool_choice": {"oneOf": [STRING, OBJECT]},
+        "response_format": OBJECT,
         "provider": {"type": "object", "description": "OpenRouter's provider preferences"},
     },
 }
@@ -61,11 +68,11 @@ CHAT_COMPLETION = {
     "type": "object",
     "required": ["id", "object", "choices"],
     "properties": {
-        "id": {"type": "string"},
+        "id": STRING,
         "object": {"type": "string", "enum": ["chat.completion"]},
-        "model": {"type": "string"},
-        "provider": {"type": "string"},
-        "choices": {"type": "array", "items": {"type": "object"}},
+        "model": STRING,
+        "provider": STRING,
+        "choices": _OBJECTS,
         "usage": {"type": "object", "nullable": True},
     },
 }
@@ -74,7 +81,7 @@ MESSAGES_REQUEST = {
     "required": ["model", "max_tokens", "messages"],
     "description": "Anthropic Messages; translated to the catalog's upstreams.",
     "properties": {
-        "model": {"type": "string", "minLength": 1},
+        "model": _MODEL_NAME,
         "max_tokens": {"type": "integer", "minimum": 1},
         "messages": {
             "type": "array",
@@ -84,31 +91,26 @@ MESSAGES_REQUEST = {
                 "required": ["role", "content"],
                 "properties": {
                     "role": {"type": "string", "enum": ["user", "assistant", "system"]},
-                    "content": {
-                        "oneOf": [
-                            {"type": "string"},
-                            {"type": "array", "items": {"type": "object"}},
-                        ]
-                    },
+                    "content": {"oneOf": [STRING, _OBJECTS]},
                 },
             },
         },
-        "system": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
-        "stream": {"type": "boolean"},
-        "tools": {"type": "array", "items": {"type": "object"}},
-        "thinking": {"type": "object"},
+        "system": {"oneOf": [STRING, _OBJECTS]},
+        "stream": BOOLEAN,
+        "tools": _OBJECTS,
+        "thinking": OBJECT,
     },
 }
 MESSAGE_REPLY = {
     "type": "object",
     "required": ["id", "type", "role", "content"],
     "properties": {
-        "id": {"type": "string"},
+        "id": STRING,
         "type": {"type": "string", "enum": ["message"]},
         "role": {"type": "string", "enum": ["assistant"]},
-        "content": {"type": "array", "items": {"type": "object"}},
+        "content": _OBJECTS,
         "stop_reason": {"type": "string", "nullable": True},
-        "usage": {"type": "object"},
+        "usage": OBJECT,
     },
 }
 RESPONSES_REQUEST = {
@@ -116,33 +118,28 @@ RESPONSES_REQUEST = {
     "required": ["model", "input"],
     "description": "OpenAI Responses, stateless (docs/api.md), on the catalog's upstreams.",
     "properties": {
-        "model": {"type": "string", "minLength": 1},
-        "input": {
-            "oneOf": [
-                {"type": "string"},
-                {"type": "array", "minItems": 1, "items": {"type": "object"}},
-            ]
-        },
-        "instructions": {"type": "string"},
-        "stream": {"type": "boolean"},
-        "tools": {"type": "array", "items": {"type": "object"}},
+        "model": _MODEL_NAME,
+        "input": {"oneOf": [STRING, _PARTS]},
+        "instructions": STRING,
+        "stream": BOOLEAN,
+        "tools": _OBJECTS,
         "max_output_tokens": {"type": "integer", "minimum": 1},
-        "store": {"type": "boolean"},
+        "store": BOOLEAN,
     },
 }
 RESPONSE = {
     "type": "object",
     "required": ["id", "object", "status", "output"],
     "properties": {
-        "id": {"type": "string"},
+        "id": STRING,
         "object": {"type": "string", "enum": ["response"]},
-        "status": {"type": "string"},
-        "model": {"type": "string"},
-        "output": {"type": "array", "items": {"type": "object"}},
+        "status": STRING,
+        "model": STRING,
+        "output": _OBJECTS,
         "usage": {"type": "object", "nullable": True},
     },
 }
-_STRINGS = {"type": "array", "items": {"type": "string"}}
+_STRINGS = {"type": "array", "items": STRING}
 NULLABLE_NUMBER = {"type": "number", "nullable": True}
 _NULLABLE_INT = {"type": "integer", "nullable": True}
 NULLABLE_STR = {"type": "string", "nullable": True}
@@ -152,7 +149,7 @@ PRICES = {
     "description": "OpenRouter's prices: USD per token, as decimal strings.",
     "required": ["prompt", "completion"],
     "properties": {
-        name: {"type": "string"}
+        name: STRING
         for name in ("prompt", "completion", "input_cache_read", "input_cache_write", "request")
     },
 }
@@ -160,15 +157,14 @@ PRICES_PER_1M = {
     "type": "object",
     "description": "The same prices in USD per 1M tokens.",
     "properties": {
-        name: {"type": "string"}
-        for name in ("prompt", "completion", "input_cache_read", "input_cache_write")
+        name: STRING for name in ("prompt", "completion", "input_cache_read", "input_cache_write")
     },
 }
 PERCENTILES = {
     "type": "object",
     "nullable": True,
     "required": ["p50", "p75", "p90", "p99"],
-    "properties": {name: {"type": "number"} for name in ("p50", "p75", "p90", "p99")},
+    "properties": {name: NUMBER for name in ("p50", "p75", "p90", "p99")},
 }
 ENDPOINT = {
     "type": "object",
@@ -186,10 +182,10 @@ ENDPOINT = {
         "supported_parameters",
     ],
     "properties": {
-        "name": {"type": "string"},
-        "model_id": {"type": "string"},
-        "model_name": {"type": "string"},
-        "provider_name": {"type": "string"},
+        "name": STRING,
+        "model_id": STRING,
+        "model_name": STRING,
+        "provider_name": STRING,
         "tag": {"type": "string", "description": "The provider's slug."},
         "protocol": {
             "type": "string",
@@ -202,23 +198,23 @@ ENDPOINT = {
             "description": "How the upstream reports usage (docs/api.md 'Usage dialects'); "
             "'none': its calls are billed from the gateway's own count, marked estimated.",
         },
-        "context_length": {"type": "integer"},
+        "context_length": INTEGER,
         "max_completion_tokens": _NULLABLE_INT,
         "max_prompt_tokens": _NULLABLE_INT,
         "quantization": NULLABLE_STR,
         "status": {"type": "integer", "description": "0 serving, -1 marked unusable now"},
         "supported_parameters": _STRINGS,
-        "supports_implicit_caching": {"type": "boolean"},
+        "supports_implicit_caching": BOOLEAN,
         "pricing": PRICES,
         "pricing_per_1m": PRICES_PER_1M,
-        "collects_data": {"type": "boolean"},
-        "zdr": {"type": "boolean"},
+        "collects_data": BOOLEAN,
+        "zdr": BOOLEAN,
         "uptime_last_5m": NULLABLE_NUMBER,
         "uptime_last_30m": NULLABLE_NUMBER,
         "uptime_last_1d": NULLABLE_NUMBER,
         "latency_last_30m": PERCENTILES,
         "throughput_last_30m": PERCENTILES,
-        "ttft_by_bucket": {"type": "object"},
+        "ttft_by_bucket": OBJECT,
         "throughput_tokens_per_s": NULLABLE_NUMBER,
     },
 }
@@ -243,30 +239,30 @@ MODEL = {
         "links",
     ],
     "properties": {
-        "id": {"type": "string"},
+        "id": STRING,
         "object": {"type": "string", "enum": ["model"]},
         "created": {"type": "integer", "description": "Unix seconds (OpenAI)"},
-        "owned_by": {"type": "string"},
+        "owned_by": STRING,
         "type": {"type": "string", "enum": ["model"], "description": "Anthropic's ModelInfo"},
-        "display_name": {"type": "string"},
+        "display_name": STRING,
         "created_at": {"type": "string", "format": "date-time"},
-        "canonical_slug": {"type": "string"},
+        "canonical_slug": STRING,
         "aliases": {
             **_STRINGS,
             "description": "UberLLM: other names a request may give for this model "
             "(e.g. Claude Code's claude-sonnet-4-5), served and billed as this model",
         },
-        "name": {"type": "string"},
-        "description": {"type": "string"},
-        "context_length": {"type": "integer"},
-        "architecture": {"type": "object"},
-        "top_provider": {"type": "object"},
+        "name": STRING,
+        "description": STRING,
+        "context_length": INTEGER,
+        "architecture": OBJECT,
+        "top_provider": OBJECT,
         "per_request_limits": _NULLABLE_OBJECT,
         "default_parameters": _NULLABLE_OBJECT,
-        "supported_voices": {"type": "array", "items": {"type": "string"}, "nullable": True},
+        "supported_voices": {"type": "array", "items": STRING, "nullable": True},
         "expiration_date": NULLABLE_STR,
         "knowledge_cutoff": NULLABLE_STR,
-        "links": {"type": "object"},
+        "links": OBJECT,
         "supported_parameters": _STRINGS,
         "pricing": PRICES,
         "pricing_per_1m": PRICES_PER_1M,
@@ -282,9 +278,9 @@ SCHEMAS = {
                 "type": "object",
                 "required": ["message", "type"],
                 "properties": {
-                    "message": {"type": "string"},
-                    "type": {"type": "string"},
-                    "code": {"oneOf": [{"type": "string"}, {"type": "integer"}], "nullable": True},
+                    "message": STRING,
+                    "type": STRING,
+                    "code": {"oneOf": [STRING, INTEGER], "nullable": True},
                     "param": {"type": "string", "nullable": True},
                 },
             }
@@ -298,7 +294,7 @@ SCHEMAS = {
             "error": {
                 "type": "object",
                 "required": ["type", "message"],
-                "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+                "properties": {"type": STRING, "message": STRING},
             },
         },
     },

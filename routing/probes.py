@@ -33,6 +33,7 @@ from billing.selectors import unscoped_spend_by_model_bucket
 from common import metrics
 from common.aio import db_call, drain_background
 from providers import protocols
+from providers.config import providers_config
 from providers.redact import redact
 from providers.upstream import UpstreamCall, UpstreamError, close_client, open_stream
 
@@ -300,7 +301,7 @@ async def _probe(cycle: int, target: ProbeTarget, limit: asyncio.Semaphore) -> s
     async with limit:
         ttfts, restart, status, error = [], False, "ok", ""
         try:
-            async with asyncio.timeout(live_config().probe_timeout_s):
+            async with asyncio.timeout(providers_config().probe_timeout_s):
                 ttfts, restart = await _measure(target)
         except (UpstreamError, TimeoutError) as exc:
             status = "failed"

@@ -8,9 +8,10 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from common.queues import queue_sizes_sample
+from providers.config import providers_config
 
 from .budget import hedge_budget_open_day
-from .config import gateway_config, live_config
+from .config import gateway_config
 from .probes import current_cycle, probe_cycle_once, probe_endpoint_ids
 from .services import history_prune
 
@@ -25,7 +26,7 @@ def probe_endpoints_task(cycle: int | None = None) -> int:
     with probes left in this cycle. Returns how many were queued."""
 
     cycle = current_cycle() if cycle is None else cycle
-    timeout = live_config().probe_timeout_s
+    timeout = providers_config().probe_timeout_s
     endpoint_ids = probe_endpoint_ids(cycle)
     for endpoint_id in endpoint_ids:
         probe_endpoint_task.apply_async(

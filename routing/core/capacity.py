@@ -26,6 +26,7 @@ learns about 1/N of the provider's cap from its own in-flight count.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 SHRINK = 0.9
 RISE_PER_S = 1.0 / 15.0
@@ -33,24 +34,18 @@ FORGET_AFTER_S = 600.0
 MAX_HOLD_S = 60.0
 
 
+@dataclass(eq=False)
 class ConcurrencyCaps:
     """endpoint_id -> learnt cap (calls in flight), when the last 429 set it, and the
     end of a Retry-After hold."""
 
-    def __init__(
-        self,
-        shrink: float = SHRINK,
-        rise_per_s: float = RISE_PER_S,
-        forget_after_s: float = FORGET_AFTER_S,
-        max_hold_s: float = MAX_HOLD_S,
-    ) -> None:
-        self.shrink = shrink
-        self.rise_per_s = rise_per_s
-        self.forget_after_s = forget_after_s
-        self.max_hold_s = max_hold_s
-        self._caps: dict[int, float] = {}
-        self._set_at: dict[int, float] = {}
-        self._held_until: dict[int, float] = {}
+    shrink: float = SHRINK
+    rise_per_s: float = RISE_PER_S
+    forget_after_s: float = FORGET_AFTER_S
+    max_hold_s: float = MAX_HOLD_S
+    _caps: dict[int, float] = field(default_factory=dict, init=False, repr=False)
+    _set_at: dict[int, float] = field(default_factory=dict, init=False, repr=False)
+    _held_until: dict[int, float] = field(default_factory=dict, init=False, repr=False)
 
     def refused(
         self, endpoint_id: int, inflight: int, now: float, retry_after_s: float | None = None

@@ -103,15 +103,20 @@ def filter_endpoints(
     return remaining
 
 
+def _no_endpoint(model: ModelInfo, code: str, why: str) -> RoutingError:
+    """The 404 of a filter that left nothing: "no endpoint of model <slug> <why>"."""
+    return RoutingError(404, code, f"no endpoint of model {model.slug} {why}")
+
+
 def _context_error(
     model: ModelInfo, endpoints: Sequence[EndpointInfo], features: RequestFeatures
 ) -> RoutingError:
     largest = max(endpoint.context_length for endpoint in endpoints)
-    return RoutingError(
-        404,
+    return _no_endpoint(
+        model,
         "context_length_exceeded",
-        f"no endpoint of model {model.slug} fits a prompt of {features.prompt_tokens} tokens "
-        f"plus {features.expected_output_tokens} expected output tokens "
+        f"fits a prompt of {features.prompt_tokens} tokens plus "
+        f"{features.expected_output_tokens} expected output tokens "
         f"(largest context length: {largest})",
     )
 
@@ -126,9 +131,7 @@ def _parameters_error(
         if missing
         else f"supports all of: {', '.join(sorted(required))} together"
     )
-    return RoutingError(
-        404, "unsupported_parameters", f"no endpoint of model {model.slug} {detail}"
-    )
+    return _no_endpoint(model, "unsupported_parameters", detail)
 
 
 def _max_price_error(model: ModelInfo, options: RoutingOptions) -> RoutingError:
@@ -137,20 +140,19 @@ def _max_price_error(model: ModelInfo, options: RoutingOptions) -> RoutingError:
         caps.append(f"prompt <= ${options.max_price_prompt:g}/1M")
     if options.max_price_completion is not None:
         caps.append(f"completion <= ${options.max_price_completion:g}/1M")
-    return RoutingError(
-        404,
+    return _no_endpoint(
+        model,
         "max_price_exceeded",
-        f"no endpoint of model {model.slug} that fits this request is under "
-        f"provider.max_price ({', '.join(caps)})",
+        f"that fits this request is under provider.max_price ({', '.join(caps)})",
     )
 
 
 def _provider_list_error(model: ModelInfo, remaining: Sequence[EndpointInfo]) -> RoutingError:
     available = sorted({endpoint.provider_slug for endpoint in remaining})
-    return RoutingError(
-        404,
+    return _no_endpoint(
+        model,
         "no_allowed_provider",
-        f"no endpoint of model {model.slug} left after provider.only/ignore; "
+        "left after provider.only/ignore; "
         f"providers that can serve this request: {', '.join(available)}",
     )
 
@@ -161,10 +163,9 @@ def _data_policy_error(model: ModelInfo, options: RoutingOptions) -> RoutingErro
         asked.append("zdr: true")
     if options.deny_data_collection:
         asked.append('data_collection: "deny"')
-    return RoutingError(
-        404,
+    return _no_endpoint(
+        model,
         "data_policy",
-        f"no endpoint of model {model.slug} that can serve this request meets "
-        f"provider.{' and provider.'.join(asked)} (the catalog says every other one keeps "
-        "data or is not zero-retention)",
+        f"that can serve this request meets provider.{' and provider.'.join(asked)} "
+        "(the catalog says every other one keeps data or is not zero-retention)",
     )

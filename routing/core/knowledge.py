@@ -5,7 +5,8 @@ by bucket and cache state), the unusable marks and the error rates (R2.7, O4), t
 learnt concurrency caps (O3), where prompt prefixes are cached (R2.3), the expected
 follow-up turns, output sizes and per-endpoint reply lengths, and the token ratio.
 ``learn(lesson, now)`` is the only way it changes from a call; the reads are
-``summary``, ``unusable``, ``features`` and ``probe_sizes``.
+``summary``, ``unusable``, ``cached_tokens``, ``followup_turns`` and ``probe_sizes``
+(``SmartRouter.features`` puts a request's together).
 
 The simulator keeps one per strategy run, with its own speed book. The live gateway
 keeps one per process (``routing.memory``) without a book: its speed summary is the
@@ -29,7 +30,7 @@ from .probe import probe_sizes, worth_probing
 from .speed import SpeedBook, SpeedSample, SpeedSummary
 from .tokens import OutputEstimator, OutputLengths, TokenEstimator
 from .toolcalls import ToolCallQuality
-from .types import EndpointInfo, ModelInfo, RequestFeatures, bucket_for
+from .types import EndpointInfo, ModelInfo, bucket_for
 
 EXPIRE_EVERY_S = 60.0  # the speed book's age expiry runs at most once a minute
 PURGE_EVERY_S = 600.0  # expired prefixes are dropped at most every 10 minutes
@@ -142,30 +143,6 @@ class RoutingKnowledge:
         if customer is None or not self.config.first_turn_followups:
             return 0.0
         return estimator.expected_first(model, start)
-
-    def features(
-        self,
-        model: str,
-        prompt_tokens: int,
-        cached: dict[int, int],
-        *,
-        stream: bool,
-        earlier: int,
-        customer: Hashable,
-        max_tokens: int | None = None,
-        required: frozenset[str] = frozenset(),
-    ) -> RequestFeatures:
-        """This request's RequestFeatures (``cached``: ``cached_tokens``)."""
-        bucket = bucket_for(prompt_tokens)
-        return RequestFeatures(
-            prompt_tokens=prompt_tokens,
-            expected_output_tokens=self.outputs.expected(model, bucket, max_tokens),
-            cached_tokens=cached,
-            required_parameters=required,
-            stream=stream,
-            expected_followup_turns=self.followup_turns(model, earlier, customer, bucket),
-            output_factors=self.output_lengths.factors(model),
-        )
 
     def probe_sizes(
         self,

@@ -21,6 +21,9 @@ failures of that herd do not mark it again (issue 43).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .clock import Clocked
 
 UNUSABLE_WINDOW_S = 900.0
 FIRST_UNUSABLE_WINDOW_S = 30.0
@@ -45,7 +48,7 @@ def unusable_window(strikes: int, first_window_s: float, max_window_s: float) ->
     return min(max_window_s, first_window_s * 2**doublings)
 
 
-class UnusableMarks:
+class UnusableMarks(Clocked):
     """In-memory endpoint_id -> (unusable-until, consecutive refusals).
 
     Every method takes an optional ``now``; without it the injected ``clock`` is read.
@@ -59,19 +62,12 @@ class UnusableMarks:
         window_s: float = UNUSABLE_WINDOW_S,
         first_window_s: float = FIRST_UNUSABLE_WINDOW_S,
     ) -> None:
-        self._clock = clock
+        super().__init__(clock)
         self.window_s = window_s
         self.first_window_s = min(first_window_s, window_s)
         self._until: dict[int, float] = {}
         self._strikes: dict[int, int] = {}
         self._ended: dict[int, float] = {}  # endpoint -> when its last mark ended
-
-    def _now(self, now: float | None) -> float:
-        if now is not None:
-            return now
-        if self._clock is None:
-            raise ValueError("UnusableMarks needs a clock or an explicit now")
-        return self._clock()
 
     def mark(
         self, endpoint_id: int, now: float | None = None, window_s: float | None = None
@@ -185,6 +181,7 @@ class _Tally:
             self.t = now
 
 
+@dataclass(eq=False)
 class Reliability:
     """Recent error rates per endpoint, and when a failure should mark it (R2.7).
 
@@ -206,20 +203,12 @@ class Reliability:
     tokens is demoted).
     """
 
-    def __init__(
-        self,
-        half_life_s: float = HALF_LIFE_S,
-        consecutive: int = CONSECUTIVE_FAILURES,
-        many_successes: float = MANY_SUCCESSES,
-        rate_floor: float = RATE_FLOOR,
-        peer_factor: float = PEER_FACTOR,
-    ) -> None:
-        self.half_life_s = half_life_s
-        self.consecutive = consecutive
-        self.many_successes = many_successes
-        self.rate_floor = rate_floor
-        self.peer_factor = peer_factor
-        self._tallies: dict[int, _Tally] = {}
+    half_life_s: float = HALF_LIFE_S
+    consecutive: int = CONSECUTIVE_FAILURES
+    many_successes: float = MANY_SUCCESSES
+    rate_floor: float = RATE_FLOOR
+    peer_factor: float = PEER_FACTOR
+    _tallies: dict[int, _Tally] = field(default_factory=dict, init=False, repr=False)
 
     def _tally(self, endpoint_id: int, now: float) -> _Tally:
         tally = self._tallies.get(endpoint_id)

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from .clock import Clocked
 from .tokens import message_tokens
 
 PrefixHashes = list[tuple[str, int]]
@@ -44,20 +45,13 @@ def prefix_hashes(messages: Sequence[Mapping[str, Any]]) -> PrefixHashes:
     return hashes
 
 
-class PrefixCache:
+class PrefixCache(Clocked):
     """In-memory (endpoint_id, prefix hash) -> (expires_at, tokens): which prompt
     prefixes an endpoint has probably cached. The live gateway keeps this in Redis."""
 
     def __init__(self, clock: Callable[[], float] | None = None) -> None:
-        self._clock = clock
+        super().__init__(clock)
         self._entries: dict[tuple[int, str], tuple[float, int]] = {}
-
-    def _now(self, now: float | None) -> float:
-        if now is not None:
-            return now
-        if self._clock is None:
-            raise ValueError("PrefixCache needs a clock or an explicit now")
-        return self._clock()
 
     def remember(
         self, endpoint_id: int, hashes: PrefixHashes, ttl_s: float, now: float | None = None

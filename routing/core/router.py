@@ -123,18 +123,20 @@ class SmartRouter:
         max_tokens: int | None = None,
         required: frozenset[str] = frozenset(),
     ) -> RequestFeatures:
-        """The request as routing sees it (``lookup``: its prefixes to check)."""
+        """The request as routing sees it (``lookup``: its prefixes to check), from what
+        the knowledge knows: where they are cached, the model's output sizes and reply
+        lengths, the follow-up turns to expect."""
         knowledge = self.knowledge
         cached = knowledge.cached_tokens(lookup, endpoint_ids, now)  # type: ignore[arg-type]
-        return knowledge.features(
-            model,
-            prompt_tokens,
-            cached,
+        bucket = bucket_for(prompt_tokens)
+        return RequestFeatures(
+            prompt_tokens=prompt_tokens,
+            expected_output_tokens=knowledge.outputs.expected(model, bucket, max_tokens),
+            cached_tokens=cached,
+            required_parameters=required,
             stream=stream,
-            earlier=earlier,
-            customer=customer,
-            max_tokens=max_tokens,
-            required=required,
+            expected_followup_turns=knowledge.followup_turns(model, earlier, customer, bucket),
+            output_factors=knowledge.output_lengths.factors(model),
         )
 
     def plan(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 HALF_LIFE_S = 300.0
@@ -128,21 +129,15 @@ class _Counts:
             self.t = now
 
 
+@dataclass(eq=False)
 class ToolCallQuality:
     """Decayed tool-call checks per endpoint, and the laggards among peers (module doc)."""
 
-    def __init__(
-        self,
-        half_life_s: float = HALF_LIFE_S,
-        min_samples: float = MIN_SAMPLES,
-        rate_floor: float = RATE_FLOOR,
-        peer_factor: float = PEER_FACTOR,
-    ) -> None:
-        self.half_life_s = half_life_s
-        self.min_samples = min_samples
-        self.rate_floor = rate_floor
-        self.peer_factor = peer_factor
-        self._counts: dict[int, _Counts] = {}
+    half_life_s: float = HALF_LIFE_S
+    min_samples: float = MIN_SAMPLES
+    rate_floor: float = RATE_FLOOR
+    peer_factor: float = PEER_FACTOR
+    _counts: dict[int, _Counts] = field(default_factory=dict, init=False, repr=False)
 
     def checked(self, endpoint_id: int, valid: bool, now: float) -> None:
         counts = self._counts.get(endpoint_id)

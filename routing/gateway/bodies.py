@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
 from typing import Any, cast
 
 import orjson
@@ -62,15 +61,9 @@ class ReplyTap:
         self.keep(body)
         await self.out.write(body, end=end)
 
-    async def json(
-        self,
-        status: int,
-        body: bytes,
-        request_id: str | None = None,
-        extra: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:
+    async def json(self, status: int, body: bytes, request_id: str | None = None) -> None:
         self.keep(body)
-        await self.out.json(status, body, request_id, extra)
+        await self.out.json(status, body, request_id)
 
     async def error(self, error: GatewayError, request_id: str | None = None) -> None:
         self.keep(error.body())

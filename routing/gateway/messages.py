@@ -98,7 +98,7 @@ class MessagesResponder(TranslatingResponder):
         # Every provider overloaded: Anthropic's own answer, 529 overloaded_error.
         status = 529 if error.code == OVERLOADED else error.status
         body = orjson.dumps(wire.error_body(status, error.message))
-        await Responder.json(self, status, body, request_id, error.headers())
+        await self.error_reply(error, status, body, request_id)
 
 
 def betas(scope: dict[str, Any]) -> tuple[str, ...]:

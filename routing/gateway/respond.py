@@ -53,18 +53,24 @@ class Responder:
         self.ended = end
         await self.send({"type": "http.response.body", "body": body, "more_body": not end})
 
-    async def json(
-        self,
-        status: int,
-        body: bytes,
-        request_id: str | None = None,
-        extra: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:
-        headers = [*JSON_HEADERS, *extra]
+    async def json(self, status: int, body: bytes, request_id: str | None = None) -> None:
+        """A whole JSON reply (``x-generation-id``: the call's ``request_id``, if any)."""
+        headers: Iterable[tuple[bytes, bytes]] = JSON_HEADERS
         if request_id:
-            headers.append((b"x-generation-id", request_id.encode()))
+            headers = (*JSON_HEADERS, (b"x-generation-id", request_id.encode()))
         await self._start(status, headers)
         await self.write(body, end=True)
 
     async def error(self, error: GatewayError, request_id: str | None = None) -> None:
-        await self.json(error.status, error.body(), request_id, error.headers())
+        await self.error_reply(error, error.status, error.body(), request_id)
+
+    async def error_reply(
+        self, error: GatewayError, status: int, body: bytes, request_id: str | None
+    ) -> None:
+        """``error`` answered as ``status`` and ``body`` (a wire format's own form of it)
+        with the error's headers (``Retry-After``, ``Allow``)."""
+        headers = [*JSON_HEADERS, *error.headers()]
+        if request_id:
+            headers.append((b"x-generation-id", request_id.encode()))
+        await self._start(status, headers)
+        await self.write(body, end=True)

@@ -4,7 +4,6 @@ chat's wire format (whole SSE events, or one ``chat.completion``) into that form
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -77,13 +76,7 @@ class TranslatingResponder(Responder):
     async def write(self, body: bytes, *, end: bool = False) -> None:
         await Responder.write(self, self._translate(body) if self.sse else body, end=end)
 
-    async def json(
-        self,
-        status: int,
-        body: bytes,
-        request_id: str | None = None,
-        extra: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:
+    async def json(self, status: int, body: bytes, request_id: str | None = None) -> None:
         if status == 200:
             body = self.whole(body)
-        await Responder.json(self, status, body, request_id, extra)
+        await Responder.json(self, status, body, request_id)

@@ -60,6 +60,11 @@ def speed(
     )
 
 
+def summary_of(rows: Mapping[tuple[int, str], tuple[float, int]]) -> SpeedSummary:
+    """A summary from ``{(endpoint_id, bucket): (typical TTFT, samples)}``."""
+    return SpeedSummary({k: v[0] for k, v in rows.items()}, {k: v[1] for k, v in rows.items()})
+
+
 def features(
     prompt: int = 1_000,
     output: int = 100,

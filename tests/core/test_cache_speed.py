@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.core import RequestFeatures, SpeedBook, SpeedSample, SpeedSummary
+from routing.core import RequestFeatures, SpeedBook, SpeedSample
 from routing.core.plan import expected_ttft
 from routing.core.speed import mostly_cached, speed_bucket
 
-from .factories import endpoint, ids, plan, reasons
+from .factories import endpoint, ids, plan, reasons, summary_of
 
 BUCKET = "32k-128k"
 CACHED = speed_bucket(BUCKET, True)
@@ -44,10 +44,6 @@ def test_the_book_keeps_cached_and_uncached_calls_apart():
     assert summary.count(1, BUCKET) == summary.count(1, CACHED) == 5
 
 
-def _summary(rows: dict[tuple[int, str], tuple[float, int]]) -> SpeedSummary:
-    return SpeedSummary({k: v[0] for k, v in rows.items()}, {k: v[1] for k, v in rows.items()})
-
-
 @pytest.mark.parametrize(
     ("rows", "cached", "expected"),
     [
@@ -63,7 +59,7 @@ def _summary(rows: dict[tuple[int, str], tuple[float, int]]) -> SpeedSummary:
     ],
 )
 def test_expected_ttft_uses_the_window_of_the_requests_cache_state(rows, cached, expected):
-    assert expected_ttft(_summary(rows), 1, BUCKET, cached, 3) == expected
+    assert expected_ttft(summary_of(rows), 1, BUCKET, cached, 3) == expected
 
 
 # The coding-agent market: hoard has the cheapest cache reads and slow uncached prefill;
@@ -72,16 +68,15 @@ HOARD = endpoint(1, "hoard", price_input=0.10, cache_read=0.002)
 RELAY = endpoint(2, "relay", price_input=0.03, cache_read=0.10)
 BLAZE = endpoint(3, "blaze", price_input=0.30, cache_read=0.03)
 MARKET = [HOARD, RELAY, BLAZE]
-SPEEDS = _summary(
-    {
-        (1, BUCKET): (4.0, 20),
-        (1, CACHED): (1.2, 20),
-        (2, BUCKET): (3.2, 20),
-        (2, CACHED): (1.4, 20),
-        (3, BUCKET): (1.7, 20),
-        (3, CACHED): (0.85, 20),
-    }
-)
+MARKET_ROWS = {
+    (1, BUCKET): (4.0, 20),
+    (1, CACHED): (1.2, 20),
+    (2, BUCKET): (3.2, 20),
+    (2, CACHED): (1.4, 20),
+    (3, BUCKET): (1.7, 20),
+    (3, CACHED): (0.85, 20),
+}
+SPEEDS = summary_of(MARKET_ROWS)
 
 
 def _turn(cached: dict[int, int], followups: float = 0.0) -> RequestFeatures:
@@ -124,7 +119,7 @@ def test_without_follow_ups_the_move_is_not_made():
 def test_the_estimate_is_one_of_the_windows_and_never_above_the_uncached_one_when_cached(
     uncached, cached_ttft, n_cached, share
 ):
-    summary = _summary({(1, BUCKET): (uncached, 5), (1, CACHED): (cached_ttft, n_cached)})
+    summary = summary_of({(1, BUCKET): (uncached, 5), (1, CACHED): (cached_ttft, n_cached)})
     is_cached = mostly_cached(round(share * 100_000), 100_000)
     estimate = expected_ttft(summary, 1, BUCKET, is_cached, 3)
     assert estimate in (uncached, cached_ttft)
@@ -137,7 +132,7 @@ def test_the_models_cache_ratio_is_the_median_over_endpoints_with_both_windows()
 
     # hoard 1.2 / 4.0 = 0.3, relay 1.4 / 3.2 = 0.4375, blaze 0.85 / 1.7 = 0.5
     assert model_cache_ratio(SPEEDS, [1, 2, 3], BUCKET, 3) == pytest.approx(0.4375)
-    thin = _summary({(1, BUCKET): (4.0, 20), (1, CACHED): (1.2, 2)})
+    thin = summary_of({(1, BUCKET): (4.0, 20), (1, CACHED): (1.2, 2)})
     assert model_cache_ratio(thin, [1], BUCKET, 3) is None  # too few cached samples
 
 
@@ -147,20 +142,15 @@ def test_an_endpoint_that_never_served_cached_turns_is_not_judged_as_if_uncached
     its uncached speed, and conversations started at a dearer endpoint whose cache reads
     had been seen, and stayed. Until hoard has cached samples of its own its cached turns
     are estimated at its uncached typical x the model's cached/uncached ratio."""
-    rows = {
-        (1, BUCKET): (3.0, 20),
-        (2, BUCKET): (3.2, 20),
-        (2, CACHED): (1.4, 20),
-        (3, BUCKET): (1.7, 20),
-        (3, CACHED): (0.85, 20),
-    }
+    rows = {**MARKET_ROWS, (1, BUCKET): (3.0, 20)}
+    del rows[(1, CACHED)]  # hoard: no cached sample yet
     # ratio: median(1.4 / 3.2, 0.85 / 1.7) = 0.47; hoard (3 + 2 x 3 x 0.47) / 3 = 1.94 s,
     # within 2x of blaze's (1.7 + 2 x 0.85) / 3 = 1.13 s; and cheapest with its follow-ups
-    route = plan(MARKET, _summary(rows), request=_turn({}, followups=2))
+    route = plan(MARKET, summary_of(rows), request=_turn({}, followups=2))
     assert ids(route)[0] == 1
     assert route.first.typical_ttft_s == 3.0  # this first turn is uncached there
     # (judged at 3 s for every turn, as before, it was not fast enough: 3 > 2 x 1.13)
-    summary = _summary(rows)
+    summary = summary_of(rows)
     assert expected_ttft(summary, 1, BUCKET, True, 3, cache_ratio=0.5) == 1.5
     assert expected_ttft(summary, 1, BUCKET, True, 3) == 3.0  # no ratio: the upper bound
 
@@ -171,27 +161,20 @@ def test_a_turn_cached_where_the_cached_window_is_thin_is_explored_there():
     fills such a window only when draws land on consecutive turns of one conversation
     (the first turn there is uncached). Such a turn is explored there whatever the draw,
     until the window has its samples; with exploration off, never."""
-    rows = {
-        # hoard: 2 cached samples (thin), and judged by its uncached 8 s x the model's
-        # cache ratio (0.47): 3.75 s, not within 2x of relay's 1.4 s for this turn
-        (1, BUCKET): (8.0, 20),
-        (1, CACHED): (3.0, 2),
-        (2, BUCKET): (3.2, 20),
-        (2, CACHED): (1.4, 20),
-        (3, BUCKET): (1.7, 20),
-        (3, CACHED): (0.85, 20),
-    }
+    # hoard: 2 cached samples (thin), and judged by its uncached 8 s x the model's
+    # cache ratio (0.47): 3.75 s, not within 2x of relay's 1.4 s for this turn
+    rows = {**MARKET_ROWS, (1, BUCKET): (8.0, 20), (1, CACHED): (3.0, 2)}
     turn = _turn({1: 92_000, 2: 80_000})  # the last turn was explored at hoard
     for seed in range(20):
         route = plan(
-            MARKET, _summary(rows), request=turn, rng=random.Random(seed), exploration_rate=0.05
+            MARKET, summary_of(rows), request=turn, rng=random.Random(seed), exploration_rate=0.05
         )
         assert ids(route)[0] == 1 and reasons(route)[0] == "exploration"
-    assert ids(plan(MARKET, _summary(rows), request=turn))[0] == 2  # exploration off
+    assert ids(plan(MARKET, summary_of(rows), request=turn))[0] == 2  # exploration off
     # with its cached samples, hoard is explored like any other (5 % of draws, none here)
     rows[(1, CACHED)] = (3.0, 3)
     thick = [
-        plan(MARKET, _summary(rows), request=turn, rng=random.Random(seed), exploration_rate=0.05)
+        plan(MARKET, summary_of(rows), request=turn, rng=random.Random(seed), exploration_rate=0.05)
         for seed in range(20)
     ]
     assert all(reasons(route)[0] != "exploration" for route in thick)
@@ -210,7 +193,7 @@ def test_a_one_off_prompt_cached_where_the_cached_window_is_thin_is_explored_the
     }
     route = plan(
         MARKET,
-        _summary(rows),
+        summary_of(rows),
         request=_turn({1: 92_000}),
         rng=random.Random(0),
         exploration_rate=0.05,

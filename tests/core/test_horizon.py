@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from routing.core import RequestFeatures, SpeedSummary
+from routing.core import RequestFeatures
 from routing.core.candidate import DEFAULT_TUNING
 from routing.core.config import GatewayConfig
 from routing.core.horizon import STAYS_WARM, model_cache_speedup, own_cached_estimate
@@ -20,7 +20,7 @@ from routing.core.smart import EXPLORATION
 from routing.core.speed import speed_bucket
 from routing.core.types import RouteChoice, RoutePlan
 
-from .factories import endpoint, ids, plan, reasons
+from .factories import endpoint, ids, plan, reasons, summary_of
 
 BUCKET = "32k-128k"
 CACHED = speed_bucket(BUCKET, True)
@@ -50,10 +50,6 @@ ROWS = {
 }
 
 
-def _summary(rows: dict) -> SpeedSummary:
-    return SpeedSummary({k: v[0] for k, v in rows.items()}, {k: v[1] for k, v in rows.items()})
-
-
 def _turn(cached: dict[int, int], followups: float = 5.0) -> RequestFeatures:
     return RequestFeatures(100_000, 300, cached, stream=True, expected_followup_turns=followups)
 
@@ -63,7 +59,7 @@ def test_a_warm_conversation_moves_from_the_reseller_to_the_cheap_cache_once():
     Judged turn by turn (or by the mean over this turn and five more) the cheap cache is
     too slow; judged by its warm turns (0.86 s, within 2x of the dear one's 0.55 s) it is
     fast enough, and over six turns it costs a third of staying. Once there it stays."""
-    speeds = _summary(ROWS)
+    speeds = summary_of(ROWS)
     at_reseller = _turn({1: 95_000})
     assert ids(plan(MARKET, speeds, request=at_reseller, tuning=OLD))[0] == 1
     route = plan(MARKET, speeds, request=at_reseller)
@@ -74,7 +70,7 @@ def test_a_warm_conversation_moves_from_the_reseller_to_the_cheap_cache_once():
 
 
 def test_without_follow_ups_one_cold_read_is_not_worth_a_move():
-    route = plan(MARKET, _summary(ROWS), request=_turn({1: 95_000}, followups=0))
+    route = plan(MARKET, summary_of(ROWS), request=_turn({1: 95_000}, followups=0))
     assert ids(route)[0] == 1
 
 
@@ -85,24 +81,24 @@ def test_a_warm_conversation_stays_unless_clearly_cheaper_elsewhere():
     twin = endpoint(5, "twin", price_input=0.012, cache_read=0.0001)
     rows = {**ROWS, (5, SHORT): (0.35, 20), (5, BUCKET): (8.7, 20), (5, CACHED): (0.86, 20)}
     request = _turn({2: 95_000})
-    route = plan([*MARKET, twin], _summary(rows), request=request)
+    route = plan([*MARKET, twin], summary_of(rows), request=request)
     assert ids(route)[:2] == [2, 5]
     assert reasons(route)[0] == STAYS_WARM
     assert reasons(route)[1].startswith("fallback: ")
     eager = replace(DEFAULT_TUNING, move_min_saving=0.0)
-    assert ids(plan([*MARKET, twin], _summary(rows), request=request, tuning=eager))[0] == 5
+    assert ids(plan([*MARKET, twin], summary_of(rows), request=request, tuning=eager))[0] == 5
 
 
 def test_a_warm_home_whose_warm_turns_are_too_slow_is_left():
     """R2.4 still applies to the warm turns: a reseller whose cache reads got slow (3 s,
     > 2 x 0.55 s) does not keep the conversation, however warm."""
     rows = {**ROWS, (1, CACHED): (3.0, 20)}
-    assert ids(plan(MARKET, _summary(rows), request=_turn({1: 95_000})))[0] == 2
+    assert ids(plan(MARKET, summary_of(rows), request=_turn({1: 95_000})))[0] == 2
 
 
 def test_a_first_turn_of_an_agent_starts_where_its_warm_turns_are_cheap():
-    assert ids(plan(MARKET, _summary(ROWS), request=_turn({})))[0] == 2
-    assert ids(plan(MARKET, _summary(ROWS), request=_turn({}, followups=0)))[0] == 1
+    assert ids(plan(MARKET, summary_of(ROWS), request=_turn({})))[0] == 2
+    assert ids(plan(MARKET, summary_of(ROWS), request=_turn({}, followups=0)))[0] == 1
 
 
 def test_a_cached_estimate_without_cached_samples_comes_from_the_endpoints_own_speed():
@@ -112,7 +108,7 @@ def test_a_cached_estimate_without_cached_samples_comes_from_the_endpoints_own_s
     (0.55 - 0.4) = 8): ~1.23 s, near its real 0.86 s. The reseller's cached/uncached
     ratio (0.26, mostly its fixed latency) would have made it 2.3-2.6 s."""
     rows = {k: v for k, v in ROWS.items() if k != (2, CACHED)}
-    speeds = _summary(rows)
+    speeds = summary_of(rows)
     speedup = model_cache_speedup(speeds, [1, 2, 3, 4], BUCKET, 3)
     assert speedup == pytest.approx(9.5)
     assert own_cached_estimate(speeds, CHEAP_CACHE, BUCKET, speedup) == pytest.approx(1.229, 1e-3)
@@ -125,7 +121,7 @@ def test_a_cached_estimate_without_cached_samples_comes_from_the_endpoints_own_s
 
 
 def test_an_endpoint_without_a_cache_is_no_faster_warm():
-    speeds = _summary(ROWS)
+    speeds = summary_of(ROWS)
     assert own_cached_estimate(speeds, NO_CACHE, BUCKET, 9.5) == 13.0
     assert own_cached_estimate(speeds, NO_CACHE, "8k-32k", 9.5) is None
 

@@ -11,8 +11,8 @@ from routing.core import InMemoryHedgeBudget, RoutingOptions, SpeedSample
 from routing.core.config import DEFAULT_CONFIG, GatewayConfig
 from routing.core.knowledge import RoutingKnowledge
 from routing.core.lessons import Failed, HedgeSettled, Served
-from routing.core.router import ServedCall, SmartRouter, failure_kind
-from tests.core.market import ENDPOINTS, MODEL, PEERS
+from routing.core.router import SmartRouter, failure_kind
+from tests.core.market import ENDPOINTS, MODEL, PEERS, served
 
 EPOCH = 1_800_000_000.0
 
@@ -83,24 +83,9 @@ def test_failures_teach_marks_and_a_served_call_teaches_speed_and_prefixes() -> 
         lessons, retry = router.on_failure(1, "http", 503, PEERS, t)
         assert retry and lessons == [Failed(1, "http", 503, True, 0, PEERS)]
     assert 1 in knowledge.unusable(3.0)
-    call = ServedCall(
-        endpoint_id=2,
-        model="m",
-        bucket="<8k",
-        ttft_s=0.5,
-        streaming_s=2.0,
-        raw_prompt_tokens=1_000,
-        prompt_estimate=1_000,
-        prompt=1_000,
-        cached=0,
-        completion=100,
-        estimated=False,
-        max_tokens=None,
-        prefixes=("h0",),
-        cache_ttl_s=300.0,
-    )
-    (served,) = router.on_success(call, 4.0)
-    assert isinstance(served, Served) and served.tps == 50.0 and not served.cached
+    call = served(2, 0.5, 1_000, completion=100, prefixes=("h0",))
+    (lesson,) = router.on_success(call, 4.0)
+    assert isinstance(lesson, Served) and lesson.tps == 50.0 and not lesson.cached
     assert knowledge.summary(4.0).typical(2, "<8k") == 0.5
     assert knowledge.cached_tokens([("h0", 800)], PEERS, 5.0) == {2: 800}
     assert knowledge.cached_tokens([("h0", 800)], PEERS, 400.0) == {}

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
+STRING = {"type": "string"}
+INTEGER = {"type": "integer"}
+NUMBER = {"type": "number"}
+BOOLEAN = {"type": "boolean"}
+STRINGS = {"type": "array", "items": STRING}
 NUMBER_OR_NULL = {"type": ["number", "null"]}
 INTEGER_OR_NULL = {"type": ["integer", "null"]}
 STRING_OR_NULL = {"type": ["string", "null"]}
 # A decimal number as a string: OpenRouter's prices are "0.00003", never "3e-05".
 PRICE = {"type": "string", "pattern": r"^\d+(\.\d+)?$"}
-STRINGS = {"type": "array", "items": {"type": "string"}}
 
 
 def _object(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
@@ -37,7 +41,7 @@ PUBLIC_PRICING = _object(
     audio=PRICE,
     internal_reasoning=PRICE,
     web_search=PRICE,
-    discount={"type": "number"},
+    discount=NUMBER,
 )
 MODALITIES = {
     "type": "array",
@@ -71,16 +75,16 @@ ARCHITECTURE = _object(
     instruct_type={"type": ["string", "null"]},
 )
 TOP_PROVIDER = _object(
-    {"is_moderated": {"type": "boolean"}},
+    {"is_moderated": BOOLEAN},
     context_length=INTEGER_OR_NULL,
     max_completion_tokens=INTEGER_OR_NULL,
 )
 MODEL = _object(
     {
-        "id": {"type": "string"},
-        "canonical_slug": {"type": "string"},
-        "name": {"type": "string"},
-        "created": {"type": "integer"},
+        "id": STRING,
+        "canonical_slug": STRING,
+        "name": STRING,
+        "created": INTEGER,
         "pricing": PUBLIC_PRICING,
         "context_length": INTEGER_OR_NULL,
         "architecture": ARCHITECTURE,
@@ -89,33 +93,33 @@ MODEL = _object(
         "supported_parameters": STRINGS,
         "default_parameters": {"type": ["object", "null"]},
         "supported_voices": {"type": ["array", "null"]},
-        "links": _object({"details": {"type": "string"}}),
+        "links": _object({"details": STRING}),
     },
-    description={"type": "string"},
+    description=STRING,
     expiration_date=STRING_OR_NULL,
     knowledge_cutoff=STRING_OR_NULL,
 )
 MODELS_LIST = _object(
     {
         "data": {"type": "array", "items": MODEL},
-        "total_count": {"type": "integer"},
+        "total_count": INTEGER,
         "links": _object({"next": STRING_OR_NULL}),
     }
 )
 PERCENTILE_STATS = {
     "type": ["object", "null"],
     "required": ["p50", "p75", "p90", "p99"],
-    "properties": {p: {"type": "number"} for p in ("p50", "p75", "p90", "p99")},
+    "properties": {p: NUMBER for p in ("p50", "p75", "p90", "p99")},
 }
 PUBLIC_ENDPOINT = _object(
     {
-        "name": {"type": "string"},
-        "model_id": {"type": "string"},
-        "model_name": {"type": "string"},
-        "context_length": {"type": "integer"},
+        "name": STRING,
+        "model_id": STRING,
+        "model_name": STRING,
+        "context_length": INTEGER,
         "pricing": PUBLIC_PRICING,
-        "provider_name": {"type": "string"},
-        "tag": {"type": "string"},
+        "provider_name": STRING,
+        "tag": STRING,
         "quantization": {
             "enum": [
                 None,
@@ -139,7 +143,7 @@ PUBLIC_ENDPOINT = _object(
         "uptime_last_30m": NUMBER_OR_NULL,
         "uptime_last_5m": NUMBER_OR_NULL,
         "uptime_last_1d": NUMBER_OR_NULL,
-        "supports_implicit_caching": {"type": "boolean"},
+        "supports_implicit_caching": BOOLEAN,
         "latency_last_30m": PERCENTILE_STATS,
         "throughput_last_30m": PERCENTILE_STATS,
     },
@@ -149,43 +153,42 @@ ENDPOINTS_LIST = _object(
     {
         "data": _object(
             {
-                "id": {"type": "string"},
-                "name": {"type": "string"},
-                "created": {"type": "integer"},
-                "description": {"type": "string"},
+                "id": STRING,
+                "name": STRING,
+                "created": INTEGER,
+                "description": STRING,
                 "architecture": ARCHITECTURE,
                 "endpoints": {"type": "array", "items": PUBLIC_ENDPOINT},
             }
         )
     }
 )
-_USD = {"type": "number"}
 KEY = _object(
     {
         "data": _object(
             {
-                "label": {"type": "string"},
+                "label": STRING,
                 "limit": NUMBER_OR_NULL,
-                "usage": _USD,
-                "usage_daily": _USD,
-                "usage_weekly": _USD,
-                "usage_monthly": _USD,
-                "byok_usage": _USD,
-                "byok_usage_daily": _USD,
-                "byok_usage_weekly": _USD,
-                "byok_usage_monthly": _USD,
-                "is_free_tier": {"type": "boolean"},
-                "is_management_key": {"type": "boolean"},
-                "is_provisioning_key": {"type": "boolean"},
+                "usage": NUMBER,
+                "usage_daily": NUMBER,
+                "usage_weekly": NUMBER,
+                "usage_monthly": NUMBER,
+                "byok_usage": NUMBER,
+                "byok_usage_daily": NUMBER,
+                "byok_usage_weekly": NUMBER,
+                "byok_usage_monthly": NUMBER,
+                "is_free_tier": BOOLEAN,
+                "is_management_key": BOOLEAN,
+                "is_provisioning_key": BOOLEAN,
                 "limit_remaining": NUMBER_OR_NULL,
                 "limit_reset": STRING_OR_NULL,
-                "include_byok_in_limit": {"type": "boolean"},
+                "include_byok_in_limit": BOOLEAN,
                 "creator_user_id": STRING_OR_NULL,
                 "rate_limit": _object(
                     {
-                        "requests": {"type": "integer"},
-                        "interval": {"type": "string"},
-                        "note": {"type": "string"},
+                        "requests": INTEGER,
+                        "interval": STRING,
+                        "note": STRING,
                     }
                 ),
             },
@@ -193,4 +196,4 @@ KEY = _object(
         )
     }
 )
-CREDITS = _object({"data": _object({"total_credits": _USD, "total_usage": _USD})})
+CREDITS = _object({"data": _object({"total_credits": NUMBER, "total_usage": NUMBER})})

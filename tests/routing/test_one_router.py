@@ -33,13 +33,13 @@ from routing.core import InMemoryHedgeBudget, RoutingOptions
 from routing.core.budget import budget_day
 from routing.core.knowledge import RoutingKnowledge
 from routing.core.lessons import Failed, Probed
-from routing.core.router import ServedCall, SmartRouter
+from routing.core.router import SmartRouter
 from routing.core.speed import SpeedBook, SpeedSample
 from routing.core.types import bucket_for
 from routing.gateway.router import LiveStores
 from routing.memory import memory, reset_memory
 from routing.outbox import Outbox
-from tests.core.market import ENDPOINTS, MODEL, PEERS
+from tests.core.market import ENDPOINTS, MODEL, PEERS, served
 
 pytestmark = pytest.mark.django_db
 
@@ -109,27 +109,6 @@ def live_settings(monkeypatch):
         monkeypatch.setitem(settings.UBERLLM, key, value)
 
 
-def served(endpoint_id: int, ttft_s: float, prompt: int, prefix: str = "") -> ServedCall:
-    """A served call with exact usage (``prefix``: the prompt prefix it cached)."""
-    prefixes = (prefix,) if prefix else ()
-    return ServedCall(
-        endpoint_id,
-        "m",
-        bucket_for(prompt),
-        ttft_s,
-        2.0,
-        prompt,
-        prompt,
-        prompt,
-        0,
-        300,
-        False,
-        None,
-        prefixes,
-        300.0,
-    )
-
-
 def request(router: SmartRouter, now: float, prompt: int, endpoints=ENDPOINTS, **kw):
     lookup = [(f"p{prompt}", prompt)]
     earlier = kw.get("earlier", 0)
@@ -167,7 +146,8 @@ def test_the_live_and_the_simulated_stores_decide_and_learn_alike(live_settings)
     both(live, sim, lambda r: r.end_hedge(start, loser, t + 1))
     live.settle()
     # 3. it ends whole: a TTFT sample, the reply's length, its prefix cached there
-    both(live, sim, lambda r: r.on_success(served(start.endpoint_id, 0.8, 40_000, "p40000"), t + 3))
+    call = served(start.endpoint_id, 0.8, 40_000, prefixes=("p40000",))
+    both(live, sim, lambda r: r.on_success(call, t + 3))
     live.refresh(t + 3)
     assert live.router.stores.hedge_budget_left(budget_day(t)) == pytest.approx(
         sim.budget.remaining()
