@@ -3,11 +3,8 @@ from decimal import Decimal
 
 from django import forms
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
-from django.template.response import TemplateResponse
-from django.urls import path
 
-from common.admin import ReadOnlyAdmin
+from common.admin import ReadOnlyAdmin, ReportAdmin
 
 from .models import (
     Activity,
@@ -30,8 +27,11 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Organisation)
-class OrganisationAdmin(admin.ModelAdmin):
+class OrganisationAdmin(ReportAdmin):
     """Organisations with their spend (read-only columns) and a staff spend report."""
+
+    report_url_name = "billing_organisation_spend"
+    report_template = "admin/billing/organisation/spend.html"
 
     list_display = (
         "slug",
@@ -72,14 +72,8 @@ class OrganisationAdmin(admin.ModelAdmin):
     def last_call_at(self, obj):
         return obj.last_call_at
 
-    def get_urls(self):
-        spend = self.admin_site.admin_view(self.spend_view)
-        return [path("spend/", spend, name="billing_organisation_spend"), *super().get_urls()]
-
-    def spend_view(self, request):
+    def report_context(self, request) -> dict:
         """All organisations' spend: this month, last month, all time (UTC months)."""
-        if not self.has_view_permission(request):
-            raise PermissionDenied
         rows = list(unscoped_organisation_spend().order_by("-spend_month", "-spend_total", "slug"))
         totals = {
             name: sum((getattr(row, name) for row in rows), Decimal(0))
@@ -87,16 +81,13 @@ class OrganisationAdmin(admin.ModelAdmin):
         }
         totals["calls"] = sum(row.calls for row in rows)
         this_month = month_start()
-        context = {
-            **self.admin_site.each_context(request),
+        return {
             "title": "Spend by organisation",
-            "opts": self.model._meta,
             "rows": rows,
             "totals": totals,
             "this_month": this_month,
             "last_month": month_start(this_month - timedelta(days=1)),
         }
-        return TemplateResponse(request, "admin/billing/organisation/spend.html", context)
 
 
 class CreditEntryForm(forms.ModelForm):

@@ -8,20 +8,13 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from billing.templatetags.dashboard import usd
+from common.admin import ReadOnlyAdmin, ReportAdmin
 from providers.admin import EndpointAdmin
 from providers.models import Endpoint
 
 from .config import live_config
 from .health import endpoint_health, probe_spend_per_day, probe_spend_today
 from .models import HedgeBudgetDay, ProbeResult, SpeedSample
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(HedgeBudgetDay)
@@ -44,7 +37,9 @@ class HedgeBudgetDayAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ProbeResult)
-class ProbeResultAdmin(ReadOnlyAdmin):
+class ProbeResultAdmin(ReadOnlyAdmin, ReportAdmin):
+    report_url_name = "routing_proberesult_spend"
+    report_template = "admin/routing/proberesult/spend.html"
     list_display = ("created_at", "endpoint", "prompt_tokens", "status", "ttft_ms", "cost")
     list_filter = ("status", "prompt_tokens", "endpoint__provider", "endpoint__model")
 
@@ -52,26 +47,17 @@ class ProbeResultAdmin(ReadOnlyAdmin):
     def cost(self, obj: ProbeResult) -> str:
         return f"${obj.cost_usd.normalize():f}"
 
-    def get_urls(self):
-        spend = self.admin_site.admin_view(self.spend_view)
-        return [path("spend/", spend, name="routing_proberesult_spend"), *super().get_urls()]
-
-    def spend_view(self, request):
+    def report_context(self, request) -> dict:
         """Probe spend (platform cost, never billed) per UTC day and model, 30 days."""
-        if not self.has_view_permission(request):
-            raise PermissionDenied
         rows = probe_spend_per_day(days=30)
-        context = {
-            **self.admin_site.each_context(request),
+        return {
             "title": "Probe spend per day and model (last 30 days)",
-            "opts": self.model._meta,
             "rows": rows,
             "total": sum((row["cost"] for row in rows), Decimal(0)),
             "probes": sum(row["probes"] for row in rows),
             "budget": Decimal(str(live_config().probe_daily_budget_usd)),
             "today": probe_spend_today(),
         }
-        return TemplateResponse(request, "admin/routing/proberesult/spend.html", context)
 
 
 @admin.register(SpeedSample)
