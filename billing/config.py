@@ -3,12 +3,10 @@ once and again only after a change (common/config.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from common.config import settings_config
+from common.config import knobs_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,18 +20,5 @@ class BillingConfig:
     activity_retention_days: int = 0  # 0: keep every ledger month
     activity_archive_dir: Path = Path("var/archive")
 
-    @classmethod
-    def from_settings(cls, conf: Mapping[str, Any]) -> BillingConfig:
-        return cls(
-            api_key_cache_ttl_s=float(conf["API_KEY_CACHE_TTL_S"]),
-            spend_prompt_margin=float(conf["SPEND_PROMPT_MARGIN"]),
-            spend_reservation_ttl_s=float(conf["SPEND_RESERVATION_TTL_S"]),
-            ledger_flush_interval_s=float(conf["LEDGER_FLUSH_INTERVAL_S"]),
-            reconcile_after_s=float(conf["RECONCILE_AFTER_S"]),
-            invitation_max_age_h=float(conf["INVITATION_MAX_AGE_H"]),
-            activity_retention_days=int(conf["ACTIVITY_RETENTION_DAYS"]),
-            activity_archive_dir=Path(conf["ACTIVITY_ARCHIVE_DIR"]),
-        )
 
-
-billing_config = settings_config(BillingConfig.from_settings)
+billing_config = knobs_config(BillingConfig)

@@ -9,7 +9,7 @@ so a config built from it is rebuilt after one (a test's ``monkeypatch.setitem``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -65,6 +65,32 @@ def settings_config(build: Callable[[Mapping[str, Any]], T]) -> Callable[[], T]:
     return read
 
 
+def from_knobs(cls: type[T], conf: Mapping[str, Any]) -> T:
+    """``cls``, a dataclass of knobs, with each field read from the key named like it in
+    capitals and given the type of its default. A missing key, None or "" keeps the
+    default (an unset environment variable reads as empty)."""
+    values = {}
+    for spec in fields(cls):  # type: ignore[arg-type]
+        value = conf.get(spec.name.upper())
+        if value is None or value == "":
+            continue
+        values[spec.name] = _like(value, spec.default)
+    return cls(**values)
+
+
+def _like(value: Any, default: Any) -> Any:
+    if isinstance(default, bool):
+        return bool(value)
+    if isinstance(default, tuple):
+        return tuple(value)
+    return type(default)(value)
+
+
+def knobs_config(cls: type[T]) -> Callable[[], T]:
+    """The reader of ``cls`` as ``from_knobs`` builds it from ``settings.UBERLLM``."""
+    return settings_config(lambda conf: from_knobs(cls, conf))
+
+
 def set_knob(name: str, value: Any) -> None:
     """Change one knob at run time (the lab's commands: the emulator on loopback)."""
     settings.UBERLLM[name] = value
@@ -85,15 +111,5 @@ class ProcessConfig:
     gc_thresholds: tuple[int, ...] = ()  # empty: Python's defaults
     drain_background_timeout_s: float = 30.0
 
-    @classmethod
-    def from_settings(cls, conf: Mapping[str, Any]) -> ProcessConfig:
-        return cls(
-            shared_key_prefix=str(conf.get("SHARED_KEY_PREFIX", "ullm")),
-            tracing=str(conf.get("TRACING", "off") or "off"),
-            metrics_token=str(conf.get("METRICS_TOKEN", "") or ""),
-            gc_thresholds=tuple(conf.get("GC_THRESHOLDS") or ()),
-            drain_background_timeout_s=float(conf.get("DRAIN_BACKGROUND_TIMEOUT_S", 30.0)),
-        )
 
-
-process_config = settings_config(ProcessConfig.from_settings)
+process_config = knobs_config(ProcessConfig)

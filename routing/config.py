@@ -10,13 +10,11 @@ read. ``settings.UBERLLM[...]`` is read here and nowhere else in routing/.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
-from common.config import settings_config
+from common.config import knobs_config, settings_config
 
-from .core.config import GatewayConfig, typed_like
+from .core.config import GatewayConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,18 +46,6 @@ class LiveConfig:
     probe_spend_window_s: float = 3_600.0
     probe_result_max_age_days: int = 30
 
-    @classmethod
-    def from_settings(cls, conf: Mapping[str, Any]) -> LiveConfig:
-        """From ``settings.UBERLLM`` (missing keys keep the defaults; None or "" for a
-        number: its default)."""
-        values = {}
-        for spec in fields(cls):
-            value = conf.get(spec.name.upper())
-            if value is None or value == "":
-                continue
-            values[spec.name] = typed_like(value, spec.default)
-        return cls(**values)
-
 
 gateway_config = settings_config(GatewayConfig.from_settings)
-live_config = settings_config(LiveConfig.from_settings)
+live_config = knobs_config(LiveConfig)

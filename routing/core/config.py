@@ -129,8 +129,7 @@ class GatewayConfig:
 
 
 def typed_like(value: Any, default: Any, optional: bool = False) -> Any:
-    """``value`` as the default's type (settings come from the environment as text); also
-    the live shell's knobs (routing/config.py ``LiveConfig``)."""
+    """``value`` as the default's type (settings come from the environment as text)."""
     if optional:
         return None if value in (None, "") else float(value)
     if isinstance(default, bool):
