@@ -127,6 +127,31 @@ def share(value) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
+# A Usage breakdown table (``usage_breakdown``) by its CSV ``by``: its title, label column,
+# the row field its ``data-<by>`` attribute holds, the field shown, and the label of a
+# row without one.
+_BREAKDOWNS = {
+    "provider": ("Per provider", "Provider", "provider_slug", "provider_slug", "(not served)"),
+    "key": ("Per API key", "Key", "api_key_id", "api_key__name", "(deleted key)"),
+    "model": ("Per model", "Model", "model_slug", "model_slug", ""),
+}
+
+
+@register.inclusion_tag("dashboard/usage_breakdown.html")
+def usage_breakdown(by: str, rows: list[dict], query: str, totals: dict | None = None) -> dict:
+    """One Usage table of spend per provider, key or model (``by``), with its CSV link;
+    ``totals``, if given, is its footer."""
+    title, column, key_field, label_field, missing = _BREAKDOWNS[by]
+    return {
+        "by": by,
+        "title": title,
+        "column": column,
+        "query": query,
+        "totals": totals,
+        "rows": [(row, row[key_field], row[label_field] or missing) for row in rows],
+    }
+
+
 @register.simple_tag
 def usage_cells(row: dict, label, label_name: str) -> str:
     """The eight cells of a Usage table row (label, calls, tokens, spend, savings), built
