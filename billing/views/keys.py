@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -145,37 +146,38 @@ def api_key_settings_view(request: HttpRequest, key_id: int) -> HttpResponse:
     return redirect("dashboard:keys")
 
 
+def _organisation_settings_saved(
+    request: HttpRequest, form: forms.Form, form_name: str, save, saved: str
+) -> HttpResponse:
+    """An owner's organisation settings form: the keys page again with its errors (400),
+    or ``save(organisation=..., **cleaned_data)`` and back with ``saved``."""
+    if not form.is_valid():
+        return _render(request, form=ApiKeyCreateForm.fresh(), status=400, **{form_name: form})
+    save(organisation=request.organisation, **form.cleaned_data)
+    messages.success(request, saved)
+    return redirect("dashboard:keys")
+
+
 @owner_post(ONLY_OWNERS)
 def organisation_limits_view(request: HttpRequest) -> HttpResponse:
     form = OrganisationLimitsForm(request.POST)
-    if not form.is_valid():
-        return _render(request, form=ApiKeyCreateForm.fresh(), org_form=form, status=400)
-    data = form.cleaned_data
-    services.organisation_set_limits(
-        organisation=request.organisation,
-        monthly_limit_usd=data["monthly_limit_usd"],
-        daily_limit_usd=data["daily_limit_usd"],
-        alert_webhook_url=data["alert_webhook_url"],
-        members_create_keys=data["members_create_keys"],
+    return _organisation_settings_saved(
+        request, form, "org_form", services.organisation_set_limits, "Organisation limits saved."
     )
-    messages.success(request, "Organisation limits saved.")
-    return redirect("dashboard:keys")
 
 
 @owner_post(ONLY_OWNERS_BODIES)
 def organisation_body_logging_view(request: HttpRequest) -> HttpResponse:
     """Switch keeping the calls' request and reply bodies on or off, and its retention."""
     form = BodyLoggingForm(request.POST)
-    if not form.is_valid():
-        return _render(request, form=ApiKeyCreateForm.fresh(), bodies_form=form, status=400)
-    services.organisation_set_body_logging(
-        organisation=request.organisation,
-        log_bodies=form.cleaned_data["log_bodies"],
-        retention_days=form.cleaned_data["retention_days"],
+    state = "on" if form.is_valid() and form.cleaned_data["log_bodies"] else "off"
+    return _organisation_settings_saved(
+        request,
+        form,
+        "bodies_form",
+        services.organisation_set_body_logging,
+        f"Body logging {state}.",
     )
-    state = "on" if form.cleaned_data["log_bodies"] else "off"
-    messages.success(request, f"Body logging {state}.")
-    return redirect("dashboard:keys")
 
 
 @key_manager_post(ONLY_MANAGERS)
