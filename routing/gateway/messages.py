@@ -55,10 +55,10 @@ class MessagesResponder(TranslatingResponder):
     format (whole SSE events, or one ``chat.completion``) leaves as Messages."""
 
     __slots__ = ("accepted",)
+    renderer: wire.StreamRenderer | None  # set by the base class, bound in ``bind``
 
     def __init__(self, send) -> None:
         super().__init__(send)
-        self.renderer: wire.StreamRenderer | None = None
         self.accepted: Accepted | None = None
 
     def bind(self, accepted: Accepted) -> None:

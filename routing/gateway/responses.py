@@ -36,10 +36,10 @@ class ResponsesResponder(TranslatingResponder):
     format (whole SSE events, or one ``chat.completion``) leaves as Responses."""
 
     __slots__ = ("request",)
+    renderer: wire.ResponseRenderer | None  # set by the base class, bound in ``bind``
 
     def __init__(self, send) -> None:
         super().__init__(send)
-        self.renderer: wire.ResponseRenderer | None = None
         self.request: dict[str, Any] = {}
 
     def bind(self, request: dict[str, Any], accepted: Accepted) -> None:
