@@ -26,6 +26,8 @@ import time
 
 from billing.config import billing_config
 from billing.ledger import CallResult, Checkpoint, LedgerItem, OpenRow, ledger_write
+from billing.live import activity_group
+from billing.services import record_rejected_request
 from common.aio import WRITER_THREAD, BatchWriter, db_call, run_service
 
 _write = db_call(ledger_write, WRITER_THREAD)
@@ -76,8 +78,6 @@ async def _notify_dashboards(batch: list[LedgerItem]) -> None:
     """Tell live Activity pages of the finished rows: one channel-layer message per
     organisation and batch; best effort (the page falls back to refreshing)."""
     from channels.layers import get_channel_layer
-
-    from billing.live import activity_group
 
     by_organisation: dict[int, list[dict]] = {}
     finished = {row.request_id for row, result in batch if result is not None}
@@ -172,7 +172,6 @@ def queue_checkpoints(checkpoints: list[tuple[OpenRow, Checkpoint]]) -> None:
 
 
 def _record_rejected_batch(batch: list[dict]) -> None:
-    from billing.services import record_rejected_request
 
     for fields in batch:
         record_rejected_request(**fields)

@@ -11,9 +11,13 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
+from common.events import API_KEY_CHANGED, publish_on_commit
+from providers.models import Endpoint
+
 from . import invitations
 from .bodies import RETENTION_DAYS_MAX, CallBodies, capped
 from .keys import generate_key
+from .live import notify_activity
 from .models import (
     ApiKey,
     CallBody,
@@ -24,6 +28,7 @@ from .models import (
     PriceChange,
     RejectedRequest,
 )
+from .savings import forget_reference_prices
 
 
 @transaction.atomic
@@ -256,7 +261,6 @@ def credit_entry_create(
 def _publish_key_changed(api_key: ApiKey) -> None:
     """Drop the key from every gateway process's caches (this one at once, the others
     within a second through Redis pub/sub; within the cache TTL if Redis is down)."""
-    from common.events import API_KEY_CHANGED, publish_on_commit
 
     publish_on_commit(API_KEY_CHANGED, {"prefix": api_key.prefix, "api_key_id": api_key.id})
 
@@ -435,7 +439,6 @@ def record_rejected_request(
     """Keep one request the chat endpoint refused with a 4xx (for an identified key), so
     the customer sees integration errors on Activity ("rejected"). Runs in the
     gateway's background writer; notifies live dashboards after commit."""
-    from .live import notify_activity
 
     rejected = RejectedRequest.objects.create(
         organisation_id=organisation_id,
@@ -456,9 +459,6 @@ def record_rejected_request(
 def price_changes_record(*, instance, fields: tuple[str, ...], old: dict, changed_by: str = ""):
     """Write a PriceChange per price of ``instance`` (an Endpoint or a Model) that differs
     from ``old`` (every price when ``old`` is empty: a new object's initial prices)."""
-    from providers.models import Endpoint
-
-    from .savings import forget_reference_prices
 
     target = {"endpoint": instance} if isinstance(instance, Endpoint) else {"model": instance}
     now = timezone.now()

@@ -7,13 +7,16 @@ from celery import shared_task
 from billing.config import billing_config
 
 from .alerts import SPEND_ALERT_DELIVER_TASK, spend_alert_deliver
+from .ledger import activity_reconcile
+from .models import SpendAlert
+from .retention import activity_archive_expired
+from .rollups import rollup_refresh
+from .services import call_bodies_purge
 
 
 @shared_task(name="billing.activity_reconcile")
 def activity_reconcile_task() -> int:
     """Close Activity rows left pending by a crashed process (idempotent)."""
-
-    from .ledger import activity_reconcile
 
     return activity_reconcile(older_than_s=billing_config().reconcile_after_s)
 
@@ -21,7 +24,6 @@ def activity_reconcile_task() -> int:
 @shared_task(name=SPEND_ALERT_DELIVER_TASK)
 def spend_alert_deliver_task(alert_id: int) -> bool:
     """Email and webhook of one spend alert (billing.alerts.spend_alert_deliver)."""
-    from .models import SpendAlert
 
     alert = (
         SpendAlert.unscoped_objects.select_related("organisation", "api_key")
@@ -38,8 +40,6 @@ def spend_alerts_deliver_task() -> int:
 
     from django.utils import timezone
 
-    from .models import SpendAlert
-
     since = timezone.now() - timedelta(days=2)
     pending = SpendAlert.unscoped_objects.select_related("organisation", "api_key").filter(
         delivered_at=None, created_at__gte=since
@@ -51,7 +51,6 @@ def spend_alerts_deliver_task() -> int:
 def usage_rollup_task() -> int:
     """Roll every finished UTC day not rolled yet into the usage rollups (idempotent;
     at most 31 days a run, so a first run on a large ledger is spread over hours)."""
-    from .rollups import rollup_refresh
 
     return len(rollup_refresh(max_days=31))
 
@@ -60,7 +59,6 @@ def usage_rollup_task() -> int:
 def activity_archive_task() -> int:
     """Archive then delete Activity rows past ``ACTIVITY_RETENTION_DAYS`` (0: none), at
     most ~1 M rows a run (billing.retention); returns the rows deleted."""
-    from .retention import activity_archive_expired
 
     return activity_archive_expired(max_rows=1_000_000).deleted
 
@@ -68,6 +66,5 @@ def activity_archive_task() -> int:
 @shared_task(name="billing.call_bodies_purge")
 def call_bodies_purge_task() -> int:
     """Delete kept request/reply bodies past their organisation's retention."""
-    from .services import call_bodies_purge
 
     return call_bodies_purge()

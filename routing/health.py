@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from billing.models import Attempt
 from billing.selectors import PROMPT_BUCKETS, percentile
+from providers.models import Endpoint
 
 from .config import gateway_config
 from .core.types import bucket_for
@@ -201,7 +202,6 @@ def _marked_until(endpoint_ids: list[int]) -> dict[int, datetime]:
 def health_overview() -> list[dict]:
     """Every endpoint for the operator's overview: its recent success rate (attempts of
     the last ``HEALTH_WINDOW``), TTFT p50 per prompt-size bucket and its unusable mark."""
-    from providers.models import Endpoint
 
     endpoints = list(
         Endpoint.objects.select_related("provider", "model").order_by("model__slug", "id")

@@ -35,6 +35,8 @@ from django.utils import timezone
 
 from common.aio import db_call, run_service
 
+from . import budget
+from .catalog import catalog_cache
 from .config import gateway_config, live_config
 from .core.knowledge import RoutingKnowledge
 from .core.speed import SpeedBook, SpeedSummary, speed_bucket, summarise
@@ -331,14 +333,12 @@ class Refresher:
                 pass
 
     async def _refresh_shared(self) -> None:
-        from .budget import day_number, hedge_budget_left_usd, utc_today
-        from .catalog import catalog_cache
 
         ids = sorted(eid for model in catalog_cache.snapshot().values() for eid in model.by_id)
         memory.knowledge.shared_speed = await db_call(self.speed_feed.load)()
-        day = utc_today()
-        memory.hedge_budget_remaining_usd = float(await db_call(hedge_budget_left_usd)(day))
-        memory.hedge_budget_day = day_number(day)
+        day = budget.utc_today()  # looked up at each call: a test moves the day
+        memory.hedge_budget_remaining_usd = float(await db_call(budget.hedge_budget_left_usd)(day))
+        memory.hedge_budget_day = budget.day_number(day)
         memory.refreshed_at = time.monotonic()
         await self._refresh_redis(ids)
 

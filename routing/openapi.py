@@ -20,6 +20,9 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers
 
+from billing.apis import ActivityRowSerializer, RejectedRowSerializer
+
+from .apis import GenerationSerializer
 from .openapi_schemas import (
     ANTHROPIC_ERROR_REF,
     BOOLEAN,
@@ -63,7 +66,6 @@ class GenerationApiSchema(OpenApiViewExtension):
     target_class = "routing.apis.GenerationApi"
 
     def view_replacement(self):
-        from .apis import GenerationSerializer
 
         class Documented(self.target_class):
             @extend_schema(
@@ -85,7 +87,6 @@ class ActivityApiSchema(OpenApiViewExtension):
     target_class = "billing.apis.ActivityListApi"
 
     def view_replacement(self):
-        from billing.apis import ActivityRowSerializer, RejectedRowSerializer
 
         totals = inline_serializer(
             "ActivityTotals",

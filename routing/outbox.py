@@ -20,7 +20,8 @@ from common.aio import WRITER_THREAD, BatchWriter, db_call
 from common.lean_sql import Row, insert_rows
 
 from .config import live_config
-from .core.lessons import Marked
+from .core.lessons import Marked, Probed
+from .memory import memory
 from .models import SpeedSample
 from .shared import LogEntry, key, shared_kv
 
@@ -124,9 +125,6 @@ async def mark_unusable_now(endpoint_id: int, prompt_tokens: int) -> None:
     written to the shared store at once (a probe task's loop ends right after, so nothing
     is left queued)."""
     import time
-
-    from .core.lessons import Probed
-    from .memory import memory
 
     now = time.time()
     knowledge = memory.current()

@@ -16,6 +16,7 @@ from decimal import Decimal
 from django.db.models import Count, Q, QuerySet, Sum
 
 from ..models import Activity, CreditEntry, UsageDaily
+from ..rollups import archived_before
 from ..savings import Savings
 from .common import day_start, rolled_sums, savings_of, savings_sums
 
@@ -23,7 +24,6 @@ ZERO = Decimal(0)
 
 
 def _archived_before() -> date:
-    from ..rollups import archived_before
 
     return archived_before()
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from django.db.models import QuerySet
 
+from ..invitations import hash_from_token
 from ..models import Invitation, Membership, Organisation
 from .common import first_or_404
 
@@ -44,7 +45,6 @@ def unscoped_invitation_by_token(token: str) -> Invitation | None:
     """The pending invitation a link token stands for, in whatever organisation (the
     token is the capability), or None (forged, too old, used, revoked or expired: one
     answer for all)."""
-    from ..invitations import hash_from_token
 
     secret_hash = hash_from_token(token)
     if secret_hash is None:

@@ -18,6 +18,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 
 from ..models import TtftDaily, UsageDaily, UsageDayTotal
+from ..rollups import archived_before, rolled_rows, rollup_state, ttft_rounded
 from .activity import activity_list
 from .common import (
     ROLLED_COLUMNS,
@@ -53,7 +54,6 @@ def _split(
     organisation_id: int, filters: ActivityFilters | None, *, monthly: bool = True
 ) -> _Split:
     """``monthly=False``: daily rollup rows only (for per-day groups)."""
-    from ..rollups import rolled_rows, rollup_state
 
     filters = filters or ActivityFilters()
     raw = activity_list(organisation_id=organisation_id, filters=filters).order_by()
@@ -101,7 +101,6 @@ def activity_row_count(*, organisation_id: int, filters: ActivityFilters, totals
     calls, less those of the days archived (billing.retention; the rollups keep them in
     the totals, the table no longer has their rows; the pending rows a run left there
     are not counted)."""
-    from ..rollups import archived_before
 
     kept_from = archived_before()
     if (
@@ -246,7 +245,6 @@ def percentile_of_counts(counts: list[tuple[int, int]], share: float) -> int:
 
 def _ttft_counts(organisation_id: int, filters: ActivityFilters | None) -> dict:
     """How many calls had each rounded TTFT, per (provider, bucket)."""
-    from ..rollups import ttft_rounded
 
     split = _split(organisation_id, filters)
     counts: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))

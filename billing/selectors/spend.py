@@ -20,6 +20,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from ..models import Activity, SpendAlert, UsageDaily
+from ..rollups import rolled_rows, rollup_state
 from .common import day_start, month_start
 
 _USD = DecimalField(max_digits=24, decimal_places=10)
@@ -64,7 +65,6 @@ class _OuterRowSpend:
 
     @classmethod
     def of(cls, field: str) -> _OuterRowSpend:
-        from ..rollups import rollup_state
 
         through, months_through, month_to_date = rollup_state()
         rolled = UsageDaily.objects.correlated(field)
@@ -77,7 +77,6 @@ class _OuterRowSpend:
 
     def _rolled_days(self, start: date | None, end: date | None = None) -> Q:
         """Rollup rows of [start, end) within the rolled days."""
-        from ..rollups import rolled_rows
 
         if self.through is None:
             return Q()

@@ -18,6 +18,7 @@ from typing import Any, cast
 import orjson
 
 from billing.bodies import BODY_MAX_CHARS, CallBodies
+from billing.services import call_bodies_store
 from common.aio import BatchWriter, db_call
 
 from ..errors import GatewayError
@@ -137,7 +138,6 @@ def prepared(accepted: Accepted, tap: ReplyTap) -> CallBodies:
 
 
 def _store(batch: list[tuple[Accepted, ReplyTap]]) -> None:
-    from billing.services import call_bodies_store
 
     bodies = []
     for accepted, tap in batch:

@@ -29,6 +29,7 @@ from billing.ledger_writer import queue_checkpoints
 from common.aio import run_service
 
 from ..config import live_config
+from .finish import open_row
 
 # A stream's rate is measured over at least this long: a burst of first tokens does not
 # make a rate of thousands per second (and it is capped by max_tokens anyway); short, so
@@ -91,7 +92,6 @@ def billed_completion(call: Any, at: float) -> tuple[int, bool]:
 def checkpoint(call: Any, now: datetime, billed: tuple = ()) -> tuple[OpenRow, Checkpoint]:
     """One live call's checkpoint: alive, plus (``billed``, once served: endpoint,
     completion tokens, estimated) what its serving leg is billed for so far."""
-    from .finish import open_row
 
     accepted, served = call.accepted, call.served
     if served is None or not billed:
