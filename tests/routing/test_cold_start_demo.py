@@ -123,10 +123,17 @@ def test_a_fresh_demo_sends_a_150k_stream_to_a_fast_enough_provider(tmp_path):
         deadline = started + START_TO_STREAM_S
         _wait_healthy(port, deadline)
         probes = _probes_at_150k(var / "db.sqlite3", deadline)
-        time.sleep(2 * settings.UBERLLM["SPEED_CACHE_TTL_S"])  # the gateway's snapshot
         key = (var / "demo_api_key.txt").read_text().strip()
         client = OpenAI(base_url=f"http://127.0.0.1:{port}/api/v1", api_key=key, max_retries=0)
         model = client.models.list().data[0].id
+        # The gateway's first chat call waits at most 2 s for its routing snapshot's first
+        # refresh, then routes on what it has; on a loaded machine that refresh can take
+        # longer. One short call starts the refresher; the snapshot is then refreshed while
+        # calls keep coming, and the wait below covers two refreshes.
+        client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "hi"}], max_tokens=1
+        )
+        time.sleep(2 * settings.UBERLLM["SPEED_CACHE_TTL_S"] + 1)  # the gateway's snapshot
         emulator = f"http://127.0.0.1:{emulator_port}"
         probe_calls = {slug: _long_calls(emulator, slug) for slug in probes}
 
